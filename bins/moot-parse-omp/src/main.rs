@@ -1,0 +1,48 @@
+//! moot-parse-omp: omp's `-p --mode=json` NDJSON on stdin, one verdict on stdout.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use moot::parse::{run_parser, ParseArgs, EXIT_USAGE};
+use moot::runtime::omp::stream::Omp;
+
+const TOOL: &str = "moot-parse-omp";
+
+/// Read omp's `-p --mode=json` NDJSON on stdin and print one JSON envelope on stdout: the
+/// validated gitmoot_result and a run report whose `ok` is derived from the stream, never from
+/// omp's exit status (omp exits 0 when a turn fails).
+#[derive(Parser)]
+#[command(name = TOOL, version, after_help = EXAMPLES)]
+struct Cli {
+    #[command(flatten)]
+    args: ParseArgs,
+}
+
+const EXAMPLES: &str = "\
+Error classes (run.error.class): truncated, model_error, retry_exhausted, retry_open,
+no_agent_end, not_terminal, empty_answer, malformed_stream, no_result, invalid_result, process.
+
+Exit status: 0 the run succeeded; 1 the run or its result failed (the envelope says why);
+2 usage or I/O error.
+
+Examples:
+  cat run.ndjson | moot-parse-omp
+  moot-run --status-file s.json -- omp -p --mode=json ... | moot-parse-omp --status-file s.json
+  moot-parse-omp --text < run.ndjson        # only the answer, for adapter.sh";
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    moot::report::run_tool(TOOL, EXIT_USAGE, || {
+        run_parser(TOOL, Omp::default(), &cli.args)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,131 @@
+//! The outcome of the runtime's process, as moot-run records it and the parsers fold it in.
+//!
+//! Exit statuses follow timeout(1): the child's own status, 124 when the deadline killed it, 125
+//! when moot-run itself failed, 126 when the command could not be invoked, 127 when it was not
+//! found, 128+N when signal N ended it.
+
+use std::path::Path;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+pub const EXIT_TIMED_OUT: i32 = 124;
+pub const EXIT_RUNNER_FAILED: i32 = 125;
+pub const EXIT_CANNOT_INVOKE: i32 = 126;
+pub const EXIT_NOT_FOUND: i32 = 127;
+const SIGNAL_BASE: i32 = 128;
+
+/// The status file moot-run writes, and what `--exit-code` is expanded to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessOutcome {
+    /// The status moot-run exits with (timeout(1) conventions).
+    pub exit_code: i32,
+    /// The signal that ended the child (`SIGTERM`), when one did.
+    pub signal: Option<String>,
+    /// True when the deadline expired and moot-run killed the group.
+    pub timed_out: bool,
+    /// Wall time of the run, when known.
+    #[serde(default)]
+    pub elapsed_ms: Option<u64>,
+    /// The child's pid, when it was spawned.
+    #[serde(default)]
+    pub pid: Option<u32>,
+}
+
+/// How a process outcome bears on the verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bearing {
+    /// Exit 0: the stream alone decides.
+    Clean,
+    /// A plain nonzero exit: the run fails, but the stream's own finding is more specific.
+    Failed(String),
+    /// Killed, timed out, or never ran: the stream is incomplete by construction.
+    Killed(String),
+}
+
+impl ProcessOutcome {
+    /// Expands a shell exit status (`$?` of moot-run or of the runtime itself).
+    pub fn from_exit_code(code: i32) -> Self {
+        let signal =
+            (code > SIGNAL_BASE && code != EXIT_TIMED_OUT).then(|| signal_name(code - SIGNAL_BASE));
+        ProcessOutcome {
+            exit_code: code,
+            signal,
+            timed_out: code == EXIT_TIMED_OUT,
+            elapsed_ms: None,
+            pid: None,
+        }
+    }
+
+    /// Reads a status file written by moot-run.
+    pub fn read(path: &Path) -> anyhow::Result<Self> {
+        let bytes = std::fs::read(path)
+            .with_context(|| format!("cannot read status file {}", path.display()))?;
+        serde_json::from_slice(&bytes)
+            .with_context(|| format!("status file {} is not a moot-run status", path.display()))
+    }
+
+    pub fn bearing(&self) -> Bearing {
+        if self.timed_out {
+            let after = self
+                .elapsed_ms
+                .map(|ms| format!(" after {ms} ms"))
+                .unwrap_or_default();
+            return Bearing::Killed(format!(
+                "the process was killed at its deadline{after} (exit {})",
+                self.exit_code
+            ));
+        }
+        if let Some(signal) = &self.signal {
+            return Bearing::Killed(format!(
+                "the process was killed by {signal} (exit {})",
+                self.exit_code
+            ));
+        }
+        match self.exit_code {
+            0 => Bearing::Clean,
+            EXIT_RUNNER_FAILED => Bearing::Killed(
+                "moot-run failed before or while running the process (exit 125)".into(),
+            ),
+            EXIT_CANNOT_INVOKE => {
+                Bearing::Killed("the command could not be invoked (exit 126)".into())
+            }
+            EXIT_NOT_FOUND => Bearing::Killed("the command was not found (exit 127)".into()),
+            code => Bearing::Failed(format!("the process exited with status {code}")),
+        }
+    }
+}
+
+/// `SIGTERM` for 15; `signal 99` for numbers the platform does not name.
+pub fn signal_name(number: i32) -> String {
+    nix::sys::signal::Signal::try_from(number)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| format!("signal {number}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_expand_like_timeout() {
+        assert_eq!(ProcessOutcome::from_exit_code(0).bearing(), Bearing::Clean);
+        assert!(ProcessOutcome::from_exit_code(124).timed_out);
+        assert_eq!(
+            ProcessOutcome::from_exit_code(137).signal.as_deref(),
+            Some("SIGKILL")
+        );
+        assert_eq!(
+            ProcessOutcome::from_exit_code(143).signal.as_deref(),
+            Some("SIGTERM")
+        );
+        assert!(matches!(
+            ProcessOutcome::from_exit_code(1).bearing(),
+            Bearing::Failed(_)
+        ));
+        assert!(matches!(
+            ProcessOutcome::from_exit_code(127).bearing(),
+            Bearing::Killed(_)
+        ));
+    }
+}

@@ -1,0 +1,331 @@
+//! The one mechanism every stream parser uses: read NDJSON in one pass, feed each line to a
+//! runtime's [`Dialect`], fold in the process outcome, extract the `gitmoot_result`, and print
+//! one envelope (or, with `--text`, the answer alone).
+//!
+//! A dialect decides what the stream says; this module owns everything that is the same for all
+//! of them: line limits, the cut last line, the precedence of an unreadable row over every
+//! other verdict, the process outcome, the result contract, output and exit statuses.
+
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use serde_json::Value;
+
+use crate::envelope::{Envelope, ErrorClass, Run, RunError, Usage};
+use crate::gitmoot_result::{self, ResultError};
+use crate::ndjson::{self, Item, LineReader};
+use crate::outcome::{Bearing, ProcessOutcome};
+use crate::report::one_line;
+
+/// Exit status of a run that succeeded.
+pub const EXIT_OK: u8 = 0;
+/// Exit status of a run (or its result) that failed.
+pub const EXIT_RUN_FAILED: u8 = 1;
+/// Exit status of a usage or I/O error: bad flags, unreadable stdin, unwritable stdout.
+pub const EXIT_USAGE: u8 = 2;
+
+/// What a runtime's stream says, line by line.
+pub trait Dialect {
+    /// The runtime name printed as `run.runtime`.
+    const RUNTIME: &'static str;
+
+    /// Reads one complete, non-blank line. `Err` names a row the dialect had to read and could
+    /// not (envelope drift); the run then fails as `malformed_stream`, but reading goes on so
+    /// that usage and the session id are still collected.
+    fn line(&mut self, line: &[u8]) -> Result<(), String>;
+
+    /// Judges an unterminated, unparseable last line: `Err` when it identifies a row the dialect
+    /// would have read (the stream was cut mid-row), `Ok` when it identifies nothing.
+    fn cut_line(&self, tail: &[u8]) -> Result<(), String>;
+
+    /// The verdict the stream proves, once it has ended.
+    fn finish(self) -> Verdict;
+}
+
+/// What a dialect concluded.
+#[derive(Debug, Default)]
+pub struct Verdict {
+    pub facts: Facts,
+    /// The answer, or why there is none.
+    pub outcome: Option<Failure>,
+    pub answer: String,
+}
+
+/// What the stream proved, whatever the verdict.
+#[derive(Debug, Default)]
+pub struct Facts {
+    pub session_id: Option<String>,
+    pub provider: Option<String>,
+    /// The runtime family of the answering model, reported only when the run succeeds.
+    pub family: Option<String>,
+    pub model: Option<String>,
+    pub stop_reason: Option<String>,
+    pub usage: Usage,
+    /// The last non-blank assistant text, kept for diagnosis of a failed run.
+    pub last_text: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub class: ErrorClass,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
+        Failure {
+            class,
+            message: message.into(),
+        }
+    }
+}
+
+/// The flags every parser takes.
+#[derive(Debug, Clone, Args)]
+pub struct ParseArgs {
+    /// Print only the final answer text (the adapter.sh contract); a failed run prints nothing
+    /// on stdout, one line on stderr, and exits 1. The gitmoot_result is not required.
+    #[arg(long)]
+    pub text: bool,
+
+    /// The runtime's exit status (or moot-run's), folded into the verdict: 124 is a deadline
+    /// kill, 128+N a signal, any other nonzero status a failure.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub exit_code: Option<i32>,
+
+    /// moot-run's status file, read when stdin ends and folded into the verdict.
+    #[arg(long, value_name = "FILE", conflicts_with = "exit_code")]
+    pub status_file: Option<PathBuf>,
+
+    /// Hard ceiling on one line in bytes; a longer line fails the run as malformed_stream.
+    #[arg(long, value_name = "BYTES", default_value_t = ndjson::DEFAULT_MAX_LINE_BYTES)]
+    pub max_line_bytes: usize,
+
+    /// Ceiling on the number of non-blank lines; past it the run fails as malformed_stream
+    /// (the rest of stdin is still drained).
+    #[arg(long, value_name = "N", default_value_t = ndjson::DEFAULT_MAX_EVENTS)]
+    pub max_events: u64,
+}
+
+/// Runs a parser binary: reads stdin, prints the envelope or the answer, returns the status.
+pub fn run_parser<D: Dialect>(
+    tool: &str,
+    dialect: D,
+    args: &ParseArgs,
+) -> anyhow::Result<ExitCode> {
+    let stdin = io::stdin().lock();
+    let mut parsed = parse(dialect, stdin, args)?;
+    match (&args.status_file, args.exit_code) {
+        (Some(path), _) => match ProcessOutcome::read(path) {
+            Ok(outcome) => parsed.fold_process(outcome),
+            // The envelope must still be printed: an unknown outcome is a failed run, not a
+            // lost one.
+            Err(e) => parsed.fold_bearing(Bearing::Killed(format!("{e:#}"))),
+        },
+        (None, Some(code)) => parsed.fold_process(ProcessOutcome::from_exit_code(code)),
+        (None, None) => {}
+    }
+    let envelope = parsed.into_envelope(!args.text);
+    if let Some(error) = &envelope.run.error {
+        eprintln!(
+            "{tool}: {}: {}",
+            error.class.name(),
+            one_line(&error.message)
+        );
+    }
+    let out = if args.text {
+        envelope
+            .run
+            .answer
+            .clone()
+            .map(with_final_newline)
+            .unwrap_or_default()
+    } else {
+        let mut json = serde_json::to_string(&envelope).context("cannot serialise the envelope")?;
+        json.push('\n');
+        json
+    };
+    write_ignoring_closed_pipe(out.as_bytes()).context("cannot write to stdout")?;
+    Ok(ExitCode::from(if envelope.run.ok {
+        EXIT_OK
+    } else {
+        EXIT_RUN_FAILED
+    }))
+}
+
+fn with_final_newline(mut text: String) -> String {
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}
+
+/// The verdict belongs in the exit status even when nobody reads stdout any more.
+fn write_ignoring_closed_pipe(bytes: &[u8]) -> io::Result<()> {
+    let mut stdout = io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
+/// A stream read to its end, before the process outcome and the result contract are applied.
+#[derive(Debug)]
+pub struct Parsed {
+    runtime: &'static str,
+    verdict: Verdict,
+    process: Option<ProcessOutcome>,
+    lines: u64,
+    bytes: u64,
+}
+
+/// Reads the whole stream (to EOF, whatever it holds) through one dialect.
+pub fn parse<D: Dialect>(mut dialect: D, input: impl Read, args: &ParseArgs) -> io::Result<Parsed> {
+    let mut reader = LineReader::new(input, args.max_line_bytes);
+    let mut drift: Option<String> = None;
+    let mut events = 0u64;
+    let mut line_no = 0u64;
+    while let Some(item) = reader.next_item()? {
+        line_no += 1;
+        let finding = match item {
+            Item::Line(line) | Item::Tail(line) if ndjson::is_blank(line) => continue,
+            _ if events >= args.max_events => Err(format!(
+                "the stream has more than {} events (--max-events)",
+                args.max_events
+            )),
+            Item::Line(line) => {
+                events += 1;
+                dialect.line(line)
+            }
+            Item::Tail(tail) => {
+                events += 1;
+                if is_complete_json(tail) {
+                    dialect.line(tail)
+                } else {
+                    dialect.cut_line(tail)
+                }
+            }
+            Item::TooLong { len } => Err(format!(
+                "the line is {len} bytes, over the ceiling of {} bytes (--max-line-bytes)",
+                args.max_line_bytes
+            )),
+        };
+        if let Err(message) = finding {
+            drift.get_or_insert_with(|| format!("line {line_no}: {message}"));
+        }
+    }
+    let mut verdict = dialect.finish();
+    if let Some(message) = drift {
+        verdict.outcome = Some(Failure::new(ErrorClass::MalformedStream, message));
+    }
+    Ok(Parsed {
+        runtime: D::RUNTIME,
+        verdict,
+        process: None,
+        lines: reader.lines(),
+        bytes: reader.bytes(),
+    })
+}
+
+fn is_complete_json(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
+}
+
+impl Parsed {
+    /// Folds in how the process ended. A killed run is never a success: the stream is incomplete
+    /// by construction, so `process` outranks the stream's own finding (which stays in the
+    /// message). A plain nonzero exit fails the run too, but a failure the stream itself proved
+    /// is the more specific class and is kept.
+    pub fn fold_process(&mut self, outcome: ProcessOutcome) {
+        self.fold_bearing(outcome.bearing());
+        self.process = Some(outcome);
+    }
+
+    /// Folds in a bearing alone (an unreadable status file is a `Killed` one).
+    pub fn fold_bearing(&mut self, bearing: Bearing) {
+        let prior = self.verdict.outcome.take();
+        self.verdict.outcome = match (bearing, prior) {
+            (Bearing::Clean, prior) => prior,
+            (Bearing::Failed(why), Some(mut failure)) => {
+                failure.message = format!("{} ({why})", failure.message);
+                Some(failure)
+            }
+            (Bearing::Failed(why) | Bearing::Killed(why), None) => Some(Failure::new(
+                ErrorClass::Process,
+                format!("{why}, although the stream looked complete"),
+            )),
+            (Bearing::Killed(why), Some(failure)) => Some(Failure::new(
+                ErrorClass::Process,
+                format!("{why}; the stream: {}", failure.message),
+            )),
+        };
+    }
+
+    /// Applies the result contract (when `require_result`) and builds the envelope.
+    pub fn into_envelope(self, require_result: bool) -> Envelope {
+        let Parsed {
+            runtime,
+            mut verdict,
+            process,
+            lines,
+            bytes,
+        } = self;
+        let mut gitmoot_result: Option<Value> = None;
+        if require_result && verdict.outcome.is_none() {
+            match gitmoot_result::extract(&verdict.answer) {
+                Ok(result) => gitmoot_result = Some(result),
+                Err(ResultError::Missing) => {
+                    verdict.outcome = Some(Failure::new(
+                        ErrorClass::NoResult,
+                        "the answer carries no gitmoot_result object",
+                    ))
+                }
+                Err(ResultError::Invalid(why)) => {
+                    verdict.outcome = Some(Failure::new(
+                        ErrorClass::InvalidResult,
+                        format!("the answer's gitmoot_result is invalid: {why}"),
+                    ))
+                }
+            }
+        }
+        let facts = verdict.facts;
+        let ok = verdict.outcome.is_none();
+        let (answer, error) = match verdict.outcome {
+            None => (Some(verdict.answer), None),
+            Some(failure) => {
+                let last_text = if verdict.answer.trim().is_empty() {
+                    facts.last_text
+                } else {
+                    Some(verdict.answer)
+                };
+                let error = RunError {
+                    class: failure.class,
+                    message: failure.message,
+                    last_text,
+                };
+                (None, Some(error))
+            }
+        };
+        Envelope {
+            gitmoot_result,
+            run: Run {
+                runtime,
+                ok,
+                error,
+                answer,
+                session_id: facts.session_id,
+                provider: facts.provider,
+                family: if ok { facts.family } else { None },
+                model: facts.model,
+                stop_reason: facts.stop_reason,
+                usage: facts.usage,
+                process,
+                lines,
+                bytes,
+            },
+        }
+    }
+}

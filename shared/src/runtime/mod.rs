@@ -1,0 +1,4 @@
+//! Runtime-specific knowledge, one module per runtime. Nothing outside these modules names a
+//! runtime's flags, event types or session grammar.
+
+pub mod omp;

@@ -1,0 +1,3 @@
+//! omp (oh-my-pi): a multi-provider routing harness, the primary target.
+
+pub mod stream;
