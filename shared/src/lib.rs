@@ -10,3 +10,5 @@ pub mod outcome;
 pub mod parse;
 pub mod report;
 pub mod runtime;
+#[cfg(feature = "testkit")]
+pub mod testkit;
