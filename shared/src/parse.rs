@@ -123,7 +123,9 @@ pub fn run_parser<D: Dialect>(
             Ok(outcome) => parsed.fold_process(outcome),
             // The envelope must still be printed: an unknown outcome is a failed run, not a
             // lost one.
-            Err(e) => parsed.fold_bearing(Bearing::Killed(format!("{e:#}"))),
+            Err(e) => parsed.fold_bearing(Bearing::Killed(format!(
+                "the process outcome is unknown ({e:#})"
+            ))),
         },
         (None, Some(code)) => parsed.fold_process(ProcessOutcome::from_exit_code(code)),
         (None, None) => {}

@@ -103,7 +103,7 @@ impl Dialect for Omp {
             .find(|kind| raw_field_is(tail, "type", kind))
         {
             Some(kind) => Err(format!(
-                "the stream ended in the middle of a {kind} event (the CLI died mid-write)"
+                "the stream ended in the middle of an event of type {kind} (the CLI died mid-write)"
             )),
             None => unidentified(tail),
         }
@@ -277,7 +277,7 @@ impl Omp {
         if final_blank && (self.saw_text || last.is_some_and(|m| m.has_tool_call)) {
             return Some(Failure::new(
                 ErrorClass::Truncated,
-                "TRUNCATED: omp's final assistant message carried no text (it held a tool call it never answered)",
+                "TRUNCATED: omp's final assistant message carried no text (a tool call it never answered, or a turn cut short)",
             ));
         }
         if final_blank {
@@ -329,7 +329,7 @@ fn decode<'a, T: Deserialize<'a>>(line: &'a [u8], kind: &str) -> Result<T, Strin
 }
 
 fn drift(kind: &str, e: &serde_json::Error) -> String {
-    format!("omp stream carried a {kind} event this parser could not decode (envelope drift): {e}")
+    format!("omp stream carried an event of type {kind} that this parser could not decode (envelope drift): {e}")
 }
 
 fn no_role() -> String {
@@ -568,7 +568,7 @@ mod tests {
         ));
         assert!(!is_skippable_at_a_glance(br#"{"type":"agent_end"}"#));
         assert!(!is_skippable_at_a_glance(
-            br#"{"type":"notice","m":"message_end\""}"#
+            br#"{"type":"notice","m":"message_end"}"#
         ));
         assert!(!is_skippable_at_a_glance(br#"{ "type":"notice"}"#));
         assert!(!is_skippable_at_a_glance(br#"{"type":"a\"b"}"#));
