@@ -110,6 +110,25 @@ pub struct ParseArgs {
     pub max_events: u64,
 }
 
+/// The part of every parser's `--help` that is the same for all: the envelope, the error
+/// classes and the exit statuses, followed by the tool's own examples.
+pub fn help_footer(examples: &str) -> String {
+    format!(
+        "\
+Output: {{\"gitmoot_result\": {{...}}|null, \"run\": {{runtime, ok, error: {{class, message, last_text}}|null,
+answer (null unless ok), session_id, provider, family, model, stop_reason,
+usage: {{input_tokens, output_tokens, cost_usd, source}}, process, lines, bytes}}}}
+
+Error classes (run.error.class): truncated, model_error, retry_exhausted, retry_open,
+no_agent_end, not_terminal, empty_answer, malformed_stream, no_result, invalid_result, process.
+
+Exit status: 0 the run succeeded; 1 the run or its result failed (the envelope says why);
+2 usage or I/O error.
+
+{examples}"
+    )
+}
+
 /// Runs a parser binary: reads stdin, prints the envelope or the answer, returns the status.
 pub fn run_parser<D: Dialect>(
     tool: &str,
