@@ -159,7 +159,7 @@ case("line-over-ceiling", start() + [long_line] + a([text(ANSWER)]) + [end()], a
 case("events-over-ceiling", start() + a([text(ANSWER)]) + [end()], args=["--max-events", "5"])
 case("cut-mid-agent-end", None, raw="\n".join(start() + a([text(ANSWER)])) + "\n" + end()[:40])
 case("cut-mid-message-update", None, raw="\n".join(start() + a([text(ANSWER)]) + [end()]) + "\n" + '{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"hal')
-case("tail-without-final-newline", None, raw="\n".join(ok))
+case("cut-before-final-newline", None, raw="\n".join(ok))
 case("crlf-line-endings", None, raw="\r\n".join(ok) + "\r\n")
 case("bom-at-start", None, raw="\ufeff" + "\n".join(ok) + "\n")
 case("line-separator-in-text", start() + a([text("line one\u2028line two\u2029 " + RESULT)]) + [end()])

@@ -37,8 +37,10 @@ pub trait Dialect {
     /// that usage and the session id are still collected.
     fn line(&mut self, line: &[u8]) -> Result<(), String>;
 
-    /// Judges an unterminated, unparseable last line: `Err` when it identifies a row the dialect
-    /// would have read (the stream was cut mid-row), `Ok` when it identifies nothing.
+    /// Judges the bytes after the last newline of a stream that ended without one: a row whose
+    /// writer was cut off, even when the bytes happen to parse (the CLIs end every row with a
+    /// newline, and a stream cut just before it must not pass for a whole one). `Err` when they
+    /// identify a row the dialect reads, `Ok` when they identify nothing.
     fn cut_line(&self, tail: &[u8]) -> Result<(), String>;
 
     /// The verdict the stream proves, once it has ended.
@@ -223,11 +225,7 @@ pub fn parse<D: Dialect>(mut dialect: D, input: impl Read, args: &ParseArgs) -> 
             }
             Item::Tail(tail) => {
                 events += 1;
-                if is_complete_json(tail) {
-                    dialect.line(tail)
-                } else {
-                    dialect.cut_line(tail)
-                }
+                dialect.cut_line(tail)
             }
             Item::TooLong { len } => Err(format!(
                 "the line is {len} bytes, over the ceiling of {} bytes (--max-line-bytes)",
@@ -249,10 +247,6 @@ pub fn parse<D: Dialect>(mut dialect: D, input: impl Read, args: &ParseArgs) -> 
         lines: reader.lines(),
         bytes: reader.bytes(),
     })
-}
-
-fn is_complete_json(bytes: &[u8]) -> bool {
-    serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
 }
 
 impl Parsed {
