@@ -82,6 +82,12 @@ impl Dialect for Omp {
         if is_skippable_at_a_glance(line) {
             return Ok(());
         }
+        // An event is a JSON object. serde reads an array positionally into a struct, so without
+        // this `["session","x"]` would pass for a session event and `["message_end"]` for an
+        // undecodable one; an array identifies nothing.
+        if line.trim_ascii_start().first() != Some(&b'{') {
+            return unidentified(line);
+        }
         let kind = match serde_json::from_slice::<Head>(line) {
             Ok(head) => head.kind,
             Err(_) => return unidentified(line),
