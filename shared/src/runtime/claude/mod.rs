@@ -1,0 +1,4 @@
+//! Claude Code (`claude -p`).
+
+pub mod argv;
+pub mod meta;

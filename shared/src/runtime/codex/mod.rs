@@ -1,0 +1,4 @@
+//! Codex CLI (`codex exec --json`).
+
+pub mod argv;
+pub mod meta;

@@ -1,0 +1,4 @@
+//! mock: the test-only echo.
+
+pub mod argv;
+pub mod meta;
