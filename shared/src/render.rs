@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use crate::registry::{self, EffortRule, Entry, Meta, OnUnknown};
 use crate::session;
-use crate::stage::{self, Oversize, Route, StagePlan};
+use crate::stage::{self, Route, StagePlan};
 use crate::worktree::{self, Worktree};
 
 /// Exit status of a refusal: bad input, nothing staged.
@@ -458,7 +458,14 @@ pub fn run(tool: &str, args: &RenderArgs) -> anyhow::Result<ExitCode> {
     if let Some(plan) = &rendering.stage {
         stage::write(plan, rendering.prompt.as_bytes())?;
     }
-    emit(tool, &rendering, args.job.format)?;
+    let emitted = emit(tool, &rendering, args.job.format);
+    if emitted.is_err() {
+        // Nobody received the argv, so nobody will run it or remove what it names.
+        if let Some(plan) = &rendering.stage {
+            stage::remove(plan);
+        }
+    }
+    emitted?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -510,22 +517,22 @@ pub fn prepare(args: &RenderArgs, host: &Host) -> Result<Rendering, Refusal> {
     let mut warnings = Vec::new();
     let job = resolve_job(meta, &args.job, host, &mut warnings)?;
     let prompt = read_prompt(meta, args)?;
-    let (delivery, stage) = match stage::route(meta.name, &prompt, &meta.prompt)? {
-        Route::Inline => (Delivery::inline(prompt.as_str()), None),
-        Route::Staged(how) => {
-            let protected = stage::Protected {
-                worktree: host.worktree.as_ref().map(|w| w.root.as_path()),
-                writable: &job.writable,
-                euid: host.euid,
-            };
-            let plan = stage::plan(
-                args.job.stage_dir.as_deref(),
-                &host.tmpdir,
-                &host.stage_suffix,
-                &protected,
-            )?;
-            (staged_delivery(&plan, how), Some(plan))
-        }
+    let route = stage::route(meta.name, &prompt, &meta.prompt)?;
+    let (delivery, stage) = if route == Route::Inline {
+        (Delivery::inline(prompt.as_str()), None)
+    } else {
+        let protected = stage::Protected {
+            worktree: host.worktree.as_ref().map(|w| w.root.as_path()),
+            writable: &job.writable,
+            euid: host.euid,
+        };
+        let plan = stage::plan(
+            args.job.stage_dir.as_deref(),
+            &host.tmpdir,
+            &host.stage_suffix,
+            &protected,
+        )?;
+        (staged_delivery(&plan, route == Route::Instruct), Some(plan))
     };
     let mut built = (meta.build)(&job, host, &delivery)?;
     warnings.append(&mut built.warnings);
@@ -542,10 +549,13 @@ pub fn prepare(args: &RenderArgs, host: &Host) -> Result<Rendering, Refusal> {
     })
 }
 
-fn staged_delivery(plan: &StagePlan, how: Oversize) -> Delivery {
-    let token = match how {
-        Oversize::Instruct => stage::read_instruction(&plan.file),
-        Oversize::Attach { .. } | Oversize::Refuse => stage::ATTACH_POINTER.to_string(),
+/// The token beside a staged prompt: an instruction to read the granted file, or a pointer to
+/// the attached one.
+fn staged_delivery(plan: &StagePlan, instruct: bool) -> Delivery {
+    let token = if instruct {
+        stage::read_instruction(&plan.file)
+    } else {
+        stage::ATTACH_POINTER.to_string()
     };
     Delivery {
         token,
@@ -997,13 +1007,17 @@ impl<'a> Output<'a> {
 }
 
 /// Prints the rendering: the payload on stdout; warnings on stderr in every format; staged
-/// paths and a new session id on stderr too in the nul and sh formats (json carries them).
+/// paths and a new session id on stderr too in the nul and sh formats (json carries them),
+/// once the payload is out (a payload nobody received stages nothing).
 fn emit(tool: &str, rendering: &Rendering, format: Format) -> io::Result<()> {
     let output = Output::of(rendering);
     let mut err = io::stderr().lock();
     for warning in output.warnings {
         writeln!(err, "{tool}: warning: {warning}")?;
     }
+    let mut out = io::stdout().lock();
+    out.write_all(&payload(&output, format))?;
+    out.flush()?;
     if format != Format::Json {
         for (file, dir) in output.staged.iter().zip(&output.stage_dir) {
             writeln!(err, "{tool}: staged {file} (stage dir {dir})")?;
@@ -1016,9 +1030,7 @@ fn emit(tool: &str, rendering: &Rendering, format: Format) -> io::Result<()> {
             )?;
         }
     }
-    let mut out = io::stdout().lock();
-    out.write_all(&payload(&output, format))?;
-    out.flush()
+    Ok(())
 }
 
 /// The bytes of stdout for one format.

@@ -89,8 +89,10 @@ impl PromptRules {
 pub enum Route {
     /// Verbatim, as one argv token.
     Inline,
-    /// Staged, then attached or pointed at.
-    Staged(Oversize),
+    /// Staged; the runtime attaches the file and the token points at it.
+    Attach,
+    /// Staged; the runtime is granted the directory and the token says to read the file.
+    Instruct,
 }
 
 /// Decides the route of `prompt` for a runtime; refuses what the runtime cannot take.
@@ -131,7 +133,8 @@ pub fn route(runtime: &str, prompt: &str, rules: &PromptRules) -> Result<Route, 
                 prompt.chars().next().unwrap_or_default()
             ),
         )),
-        staged => Ok(Route::Staged(staged)),
+        Oversize::Attach { .. } => Ok(Route::Attach),
+        Oversize::Instruct => Ok(Route::Instruct),
     }
 }
 
@@ -283,6 +286,15 @@ pub fn write(plan: &StagePlan, prompt: &[u8]) -> anyhow::Result<()> {
     written
 }
 
+/// Removes a written prompt: the file, and the directory when moot-render made it.
+pub fn remove(plan: &StagePlan) {
+    if plan.create_dir {
+        let _ = fs::remove_dir_all(&plan.dir);
+    } else {
+        let _ = fs::remove_file(&plan.file);
+    }
+}
+
 fn write_file(plan: &StagePlan, prompt: &[u8]) -> anyhow::Result<()> {
     let context = || {
         format!(
@@ -345,7 +357,7 @@ mod tests {
         );
         assert_eq!(
             route("omp", &sized(102_400), &VERBATIM_ATTACH),
-            Ok(Route::Staged(VERBATIM_ATTACH.oversize))
+            Ok(Route::Attach)
         );
     }
 
@@ -378,11 +390,26 @@ mod tests {
             reserved: &[],
         };
         assert_eq!(route("pi", "review", &rules), Ok(Route::Inline));
-        assert_eq!(route("pi", "-x", &rules), Ok(Route::Staged(rules.oversize)));
-        assert_eq!(route("pi", "@x", &rules), Ok(Route::Staged(rules.oversize)));
+        assert_eq!(route("pi", "-x", &rules), Ok(Route::Attach));
+        assert_eq!(route("pi", "@x", &rules), Ok(Route::Attach));
+        assert_eq!(route("pi", &sized(60_000_000), &rules), Ok(Route::Attach));
+    }
+
+    #[test]
+    fn a_misread_prefix_without_a_staging_route_is_refused() {
+        let rules = PromptRules {
+            oversize: Oversize::Refuse,
+            unsafe_leading: &['-'],
+            reserved: &[],
+        };
         assert_eq!(
-            route("pi", &sized(60_000_000), &rules),
-            Ok(Route::Staged(rules.oversize))
+            route("x", "-v", &rules).unwrap_err().to_string(),
+            "prompt: x would read a prompt starting with '-' as an option or a file; reword it"
+        );
+        let instruct = PromptRules::verbatim(Oversize::Instruct);
+        assert_eq!(
+            route("kimi", &sized(102_400), &instruct),
+            Ok(Route::Instruct)
         );
     }
 
@@ -536,6 +563,23 @@ mod tests {
         };
         assert!(write(&again, b"other").is_err());
         assert_eq!(fs::read(&planned.file).unwrap(), b"the task\n");
+    }
+
+    #[test]
+    fn removing_takes_only_what_was_made() {
+        let tmp = tempfile::tempdir().unwrap();
+        let made = plan(None, tmp.path().to_str().unwrap(), "m", &protected(0)).unwrap();
+        write(&made, b"x").unwrap();
+        remove(&made);
+        assert!(!made.dir.exists());
+        let kept = StagePlan {
+            dir: tmp.path().to_path_buf(),
+            file: tmp.path().join(PROMPT_FILE),
+            create_dir: false,
+        };
+        write(&kept, b"x").unwrap();
+        remove(&kept);
+        assert!(tmp.path().is_dir() && !kept.file.exists());
     }
 
     #[test]
