@@ -21,6 +21,10 @@ test: lint
 demo: build
 	sh scripts/demo.sh
 
+# Benchmarks are never timed tests: this prints medians and ratios measured in one run.
+bench: build
+	python3 scripts/bench/bench.py
+
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7
 	for t in $(TOOLS); do install -m 0755 $(RELEASE)/$$t $(DESTDIR)$(PREFIX)/bin/; done
