@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::envelope::{ErrorClass, Usage, UsageSource};
 use crate::parse::{Dialect, Facts, Failure, Verdict};
+use crate::sniff::{opens_with_unread_type, raw_field_is};
 
 /// The event types this parser reads; a row of one of them must decode.
 const LOAD_BEARING: &[&str] = &[
@@ -360,45 +361,8 @@ fn unidentified(line: &[u8]) -> Result<(), String> {
 /// that opens with a `type` outside the load-bearing set and never mentions `message_end"` is
 /// skipped whatever else it holds, exactly as the full reading would skip it, without decoding.
 fn is_skippable_at_a_glance(line: &[u8]) -> bool {
-    const OPENING: &[u8] = b"{\"type\":\"";
-    let Some(rest) = line.strip_prefix(OPENING) else {
-        return false;
-    };
-    let Some(end) = memchr::memchr2(b'"', b'\\', rest) else {
-        return false;
-    };
-    if rest[end] != b'"' {
-        return false;
-    }
-    let kind = &rest[..end];
-    !LOAD_BEARING.iter().any(|k| k.as_bytes() == kind)
+    opens_with_unread_type(line, LOAD_BEARING)
         && memchr::memmem::find(line, b"message_end\"").is_none()
-}
-
-/// True when the raw bytes hold `"<field>"`, then optional blanks, a colon, optional blanks and
-/// the quoted `value`. Every occurrence of the key is tried; a key inside another string (its
-/// quote escaped) never matches.
-pub(crate) fn raw_field_is(raw: &[u8], field: &str, value: &str) -> bool {
-    let key = format!("\"{field}\"");
-    let want = format!("\"{value}\"");
-    memchr::memmem::find_iter(raw, key.as_bytes()).any(|at| {
-        if at > 0 && raw[at - 1] == b'\\' {
-            return false;
-        }
-        let after_key = skip_blanks(&raw[at + key.len()..]);
-        match after_key.strip_prefix(b":") {
-            Some(rest) => skip_blanks(rest).starts_with(want.as_bytes()),
-            None => false,
-        }
-    })
-}
-
-fn skip_blanks(bytes: &[u8]) -> &[u8] {
-    let start = bytes
-        .iter()
-        .position(|b| *b != b' ' && *b != b'\t')
-        .unwrap_or(bytes.len());
-    &bytes[start..]
 }
 
 // Wire shapes: only the fields the rules read. Unknown fields are ignored; a field that is read
@@ -522,40 +486,6 @@ mod tests {
         assert_eq!(family_of("anthropic"), "claude");
         assert_eq!(family_of("kimi-code"), "kimi");
         assert_eq!(family_of("devin"), "omp:devin");
-    }
-
-    #[test]
-    fn raw_field_matcher_is_precise() {
-        assert!(raw_field_is(
-            br#"{"type" : "message_end""#,
-            "type",
-            "message_end"
-        ));
-        assert!(raw_field_is(
-            br#"{"a":{"type":"x"},"type":	"message_end"}"#,
-            "type",
-            "message_end"
-        ));
-        assert!(!raw_field_is(
-            br#"{"type":"message_end_x"}"#,
-            "type",
-            "message_end"
-        ));
-        assert!(!raw_field_is(
-            br#"{"note":"type", "message_end"}"#,
-            "type",
-            "message_end"
-        ));
-        assert!(!raw_field_is(
-            br#"{"x":"\"type\":\"message_end\""}"#,
-            "type",
-            "message_end"
-        ));
-        assert!(!raw_field_is(
-            br#"{"type":1,"v":"message_end"}"#,
-            "type",
-            "message_end"
-        ));
     }
 
     #[test]
