@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use crate::envelope::{ErrorClass, Usage, UsageSource};
 use crate::parse::{Dialect, Facts, Failure, Verdict};
+use crate::sniff::{opening_type, raw_field_is, raw_type_among};
 
 /// The event types this parser reads; a row of one of them must decode.
 const LOAD_BEARING: &[&str] = &[
@@ -80,7 +81,7 @@ impl Dialect for Omp {
     const RUNTIME: &'static str = "omp";
 
     fn line(&mut self, line: &[u8]) -> Result<(), String> {
-        let kind = match leading_type(line) {
+        let kind = match opening_type(line).and_then(|kind| std::str::from_utf8(kind).ok()) {
             // The hot path: most lines of a long run are message_update deltas and tool
             // output. One whose type is not read, and that cannot be a malformed assistant
             // message_end, is skipped without decoding, exactly as a decode would skip it.
@@ -114,10 +115,7 @@ impl Dialect for Omp {
     }
 
     fn cut_line(&self, tail: &[u8]) -> Result<(), String> {
-        match LOAD_BEARING
-            .iter()
-            .find(|kind| raw_field_is(tail, "type", kind))
-        {
+        match raw_type_among(tail, LOAD_BEARING) {
             Some(kind) => Err(format!(
                 "the stream ended in the middle of an event of type {kind} (the CLI died mid-write)"
             )),
@@ -376,43 +374,6 @@ fn unidentified(line: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-/// The event type, read without decoding when the line opens with `{"type":"<name>"` as omp
-/// writes every row (a name with an escape is left to the decoder).
-fn leading_type(line: &[u8]) -> Option<&str> {
-    let rest = line.strip_prefix(b"{\"type\":\"")?;
-    let end = memchr::memchr2(b'"', b'\\', rest)?;
-    if rest[end] != b'"' {
-        return None;
-    }
-    std::str::from_utf8(&rest[..end]).ok()
-}
-
-/// True when the raw bytes hold `"<field>"`, then optional blanks, a colon, optional blanks and
-/// the quoted `value`. Every occurrence of the key is tried; a key inside another string (its
-/// quote escaped) never matches.
-pub(crate) fn raw_field_is(raw: &[u8], field: &str, value: &str) -> bool {
-    let key = format!("\"{field}\"");
-    let want = format!("\"{value}\"");
-    memchr::memmem::find_iter(raw, key.as_bytes()).any(|at| {
-        if at > 0 && raw[at - 1] == b'\\' {
-            return false;
-        }
-        let after_key = skip_blanks(&raw[at + key.len()..]);
-        match after_key.strip_prefix(b":") {
-            Some(rest) => skip_blanks(rest).starts_with(want.as_bytes()),
-            None => false,
-        }
-    })
-}
-
-fn skip_blanks(bytes: &[u8]) -> &[u8] {
-    let start = bytes
-        .iter()
-        .position(|b| *b != b' ' && *b != b'\t')
-        .unwrap_or(bytes.len());
-    &bytes[start..]
-}
-
 // Wire shapes: only the fields the rules read. Unknown fields are ignored; a field that is read
 // and has the wrong type fails the decode, which fails the run (fail closed).
 
@@ -549,51 +510,5 @@ mod tests {
         assert_eq!(family_of("anthropic"), "claude");
         assert_eq!(family_of("kimi-code"), "kimi");
         assert_eq!(family_of("devin"), "omp:devin");
-    }
-
-    #[test]
-    fn raw_field_matcher_is_precise() {
-        assert!(raw_field_is(
-            br#"{"type" : "message_end""#,
-            "type",
-            "message_end"
-        ));
-        assert!(raw_field_is(
-            br#"{"a":{"type":"x"},"type":	"message_end"}"#,
-            "type",
-            "message_end"
-        ));
-        assert!(!raw_field_is(
-            br#"{"type":"message_end_x"}"#,
-            "type",
-            "message_end"
-        ));
-        assert!(!raw_field_is(
-            br#"{"note":"type", "message_end"}"#,
-            "type",
-            "message_end"
-        ));
-        assert!(!raw_field_is(
-            br#"{"x":"\"type\":\"message_end\""}"#,
-            "type",
-            "message_end"
-        ));
-        assert!(!raw_field_is(
-            br#"{"type":1,"v":"message_end"}"#,
-            "type",
-            "message_end"
-        ));
-    }
-
-    #[test]
-    fn leading_type_is_read_only_from_the_canonical_opening() {
-        assert_eq!(
-            leading_type(br#"{"type":"message_update","x":1}"#),
-            Some("message_update")
-        );
-        assert_eq!(leading_type(br#"{"type":"agent_end"}"#), Some("agent_end"));
-        assert_eq!(leading_type(br#"{ "type":"notice"}"#), None);
-        assert_eq!(leading_type(br#"{"type":"a\"b"}"#), None);
-        assert_eq!(leading_type(br#"{"id":1,"type":"session"}"#), None);
     }
 }
