@@ -13,5 +13,8 @@ pub mod render;
 pub mod report;
 pub mod runtime;
 pub mod session;
+pub mod sniff;
 pub mod stage;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 pub mod worktree;

@@ -1,4 +1,5 @@
-//! Codex CLI (`codex exec --json`).
+//! Codex (`codex exec`): OpenAI's coding-agent CLI.
 
 pub mod argv;
 pub mod meta;
+pub mod stream;

@@ -1,0 +1,204 @@
+//! Test support shared by every tool's integration tests (feature `testkit`, dev only): run a
+//! built binary on real bytes, check golden cases, and check that a man page documents every
+//! flag of `--help`. One harness, so every parser is held to the same golden format.
+
+// Test support: a failed expectation here is a failed test, so panicking is the point.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// Runs `bin` with `args`, feeding `stdin` from a thread (so a large input cannot deadlock
+/// against a full stdout pipe), and returns its whole output.
+pub fn run(bin: &str, args: &[String], stdin: &[u8]) -> Output {
+    run_in(bin, args, stdin, None)
+}
+
+/// Like [`run`], in directory `dir`.
+pub fn run_in(bin: &str, args: &[String], stdin: &[u8], dir: Option<&Path>) -> Output {
+    let mut command = Command::new(bin);
+    command
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(dir) = dir {
+        command.current_dir(dir);
+    }
+    let mut child = command
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {bin}: {e}"));
+    let mut pipe = child.stdin.take().expect("stdin is piped");
+    let input = stdin.to_vec();
+    let feeder = std::thread::spawn(move || {
+        // The tool may stop reading early (and exit); a broken pipe here is not a test failure.
+        let _ = pipe.write_all(&input);
+    });
+    let output = child.wait_with_output().expect("wait for the tool");
+    feeder.join().expect("stdin feeder");
+    output
+}
+
+/// The workspace's `testdata/` directory.
+pub fn testdata() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata")
+}
+
+/// One golden case: `<name>.ndjson` is the input, `<name>.json` the exact expected stdout, and
+/// the optional `<name>.args` holds extra flags, one per line. Cases run in their own directory,
+/// so a file named in `.args` is relative to it (`{dir}` is accepted and stands for `.`) and no
+/// machine-specific path can reach an expected output.
+#[derive(Debug)]
+pub struct Case {
+    pub name: String,
+    pub dir: PathBuf,
+    pub input: PathBuf,
+    pub expected: PathBuf,
+    pub args: Vec<String>,
+}
+
+/// Every case under `testdata/<dialect>/`, sorted by name.
+pub fn cases(dialect: &str) -> Vec<Case> {
+    let dir = testdata().join(dialect);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .filter_map(|entry| {
+            let name = entry.ok()?.file_name().into_string().ok()?;
+            name.strip_suffix(".ndjson").map(str::to_string)
+        })
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|name| {
+            let args_file = dir.join(format!("{name}.args"));
+            let args = std::fs::read_to_string(&args_file)
+                .map(|text| {
+                    text.lines()
+                        .filter(|l| !l.trim().is_empty())
+                        .map(|l| l.replace("{dir}", "."))
+                        .collect()
+                })
+                .unwrap_or_default();
+            Case {
+                dir: dir.clone(),
+                input: dir.join(format!("{name}.ndjson")),
+                expected: dir.join(format!("{name}.json")),
+                name,
+                args,
+            }
+        })
+        .collect()
+}
+
+/// Runs every golden case of `dialect` through `bin` and checks the whole stdout byte for byte,
+/// the exit status (0 exactly when `run.ok`), and stderr (empty on success, else exactly one
+/// line naming the tool and the error class). With `MOOT_BLESS=1` the expected files are
+/// (re)written instead: review the diff before committing.
+pub fn check_goldens(bin: &str, tool: &str, dialect: &str) -> usize {
+    let bless = std::env::var_os("MOOT_BLESS").is_some();
+    let cases = cases(dialect);
+    let mut failures = Vec::new();
+    for case in &cases {
+        let input = std::fs::read(&case.input).expect("read case input");
+        let output = run_in(bin, &case.args, &input, Some(&case.dir));
+        if bless {
+            std::fs::write(&case.expected, &output.stdout).expect("bless");
+            continue;
+        }
+        if let Err(why) = check_case(case, tool, &output) {
+            failures.push(format!("{}: {why}", case.name));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} golden case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    cases.len()
+}
+
+fn check_case(case: &Case, tool: &str, output: &Output) -> Result<(), String> {
+    let expected = std::fs::read(&case.expected).map_err(|e| {
+        format!(
+            "no expected file {} ({e}); run with MOOT_BLESS=1",
+            case.expected.display()
+        )
+    })?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if output.stdout != expected {
+        return Err(format!(
+            "stdout differs\n  want: {}\n  got:  {stdout}",
+            String::from_utf8_lossy(&expected)
+        ));
+    }
+    let envelope: serde_json::Value =
+        serde_json::from_slice(&output.stdout).map_err(|e| format!("stdout is not JSON: {e}"))?;
+    let ok = envelope["run"]["ok"].as_bool().ok_or("run.ok missing")?;
+    let status = output.status.code();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if ok {
+        if status != Some(0) || !stderr.is_empty() {
+            return Err(format!("ok run: status {status:?}, stderr {stderr:?}"));
+        }
+        return Ok(());
+    }
+    let class = envelope["run"]["error"]["class"]
+        .as_str()
+        .ok_or("run.error.class missing")?;
+    let prefix = format!("{tool}: {class}: ");
+    if status != Some(1) || !stderr.starts_with(&prefix) || stderr.lines().count() != 1 {
+        return Err(format!(
+            "failed run: status {status:?}, stderr {stderr:?}, want one line starting {prefix:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that the man page mentions every long flag `--help` lists (roff's `\-` is read as `-`).
+pub fn check_man_page(bin: &str, man_page: &str) {
+    let help = run(bin, &["--help".to_string()], b"");
+    let help = String::from_utf8_lossy(&help.stdout);
+    let page = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../man")
+            .join(man_page),
+    )
+    .unwrap_or_else(|e| panic!("cannot read man/{man_page}: {e}"))
+    .replace("\\-", "-");
+    let missing: Vec<String> = long_flags(&help)
+        .into_iter()
+        .filter(|flag| !page.contains(&format!("--{flag}")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "man/{man_page} does not document: --{}",
+        missing.join(", --")
+    );
+}
+
+/// The long flags of clap's options list: lines that open with `-x, --flag` or `--flag`.
+fn long_flags(help: &str) -> Vec<String> {
+    let mut flags: Vec<String> = help
+        .lines()
+        .filter(|line| line.trim_start().starts_with('-'))
+        .flat_map(|line| {
+            line.split_whitespace()
+                .take_while(|word| word.starts_with('-'))
+                .filter_map(|word| word.trim_end_matches(',').strip_prefix("--"))
+                .map(|flag| {
+                    flag.split(['=', '[', '<'])
+                        .next()
+                        .unwrap_or_default()
+                        .to_string()
+                })
+                .collect::<Vec<_>>()
+        })
+        .filter(|flag| !flag.is_empty())
+        .collect();
+    flags.sort();
+    flags.dedup();
+    flags
+}
