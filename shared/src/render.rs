@@ -133,10 +133,10 @@ pub struct Plan {
     pub into: Option<String>,
 }
 
-/// One job, resolved and checked by the rules every runtime shares.
+/// One job, resolved and checked by the rules every runtime shares (the action is fully
+/// handled by those rules: no CLI takes it as a flag).
 #[derive(Debug, Clone, Default)]
 pub struct Job {
-    pub action: Action,
     /// The effective policy (a read-only seat is read-only).
     pub policy: Policy,
     pub readonly_seat: bool,
@@ -200,7 +200,11 @@ impl Host {
             fresh_uuid: session::uuid_v4(uuid),
             tmpdir,
             stage_suffix: suffix_bytes.iter().map(|b| format!("{b:02x}")).collect(),
-            env: std::env::vars()
+            // vars_os: another variable that is not UTF-8 must not stop (or panic) the tool.
+            env: std::env::vars_os()
+                .filter_map(|(name, value)| {
+                    Some((name.into_string().ok()?, value.into_string().ok()?))
+                })
                 .filter(|(name, _)| name.starts_with("MOOT_"))
                 .collect(),
         })
@@ -312,7 +316,9 @@ fn escape_controls(value: &str) -> String {
         .collect()
 }
 
-/// The flags of one delivery.
+/// The flags of one delivery. Value flags whose values are checked here take a value that
+/// starts with '-' (`--model -x`), so the refusal explains what is wrong with it instead of
+/// clap reporting an unknown flag.
 #[derive(Debug, Clone, Default, Args)]
 pub struct JobArgs {
     /// Read the prompt from FILE instead of the argument after `--` (`-` reads stdin).
@@ -334,16 +340,16 @@ pub struct JobArgs {
     pub readonly_seat: bool,
 
     /// The model; else $MOOT_<RUNTIME>_DEFAULT_MODEL; else the runtime's own default.
-    #[arg(long, value_name = "MODEL")]
+    #[arg(long, value_name = "MODEL", allow_hyphen_values = true)]
     pub model: Option<String>,
 
     /// The reasoning effort; else $MOOT_<RUNTIME>_DEFAULT_EFFORT; else the runtime's own.
-    #[arg(long, value_name = "LEVEL")]
+    #[arg(long, value_name = "LEVEL", allow_hyphen_values = true)]
     pub effort: Option<String>,
 
     /// Session reference: start (empty, fresh:<suffix>) or resume (an id, or last), in the
     /// runtime's grammar. For shell: the command to run.
-    #[arg(long, value_name = "REF")]
+    #[arg(long, value_name = "REF", allow_hyphen_values = true)]
     pub session: Option<String>,
 
     /// Grant a writable directory (repeatable; writable grants come before readable ones).
@@ -355,7 +361,7 @@ pub struct JobArgs {
     pub read_dir: Vec<String>,
 
     /// Seconds left for the run (omp: --max-time of 90% of it, omitted under 1 s).
-    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds, allow_hyphen_values = true)]
     pub deadline: Option<u64>,
 
     /// Plan first, then execute (omp only; needs a write-granting policy).
@@ -363,7 +369,7 @@ pub struct JobArgs {
     pub plan: bool,
 
     /// The model that executes the plan (default: the job's model).
-    #[arg(long, value_name = "MODEL")]
+    #[arg(long, value_name = "MODEL", allow_hyphen_values = true)]
     pub plan_into: Option<String>,
 
     /// A system prompt file (claude, pi); it must be a readable regular file.
@@ -620,7 +626,6 @@ fn resolve_job(
     let model = resolve_model(meta, a, host, warnings)?;
     let effort = resolve_effort(meta, a, host, warnings)?;
     Ok(Job {
-        action: a.action,
         policy,
         readonly_seat: a.readonly_seat,
         model,
@@ -832,9 +837,10 @@ fn optional_file(
         return Err(Refusal::new(flag, format!("{} has no such input", meta.name)).value(file));
     }
     let path = host.cwd.join(file);
-    let readable = File::open(&path).and_then(|f| f.metadata()).and_then(|m| {
+    // The type first: opening a FIFO would block until someone writes to it.
+    let readable = std::fs::metadata(&path).and_then(|m| {
         if m.is_file() {
-            Ok(())
+            File::open(&path).map(drop)
         } else {
             Err(io::Error::other("not a regular file"))
         }

@@ -264,6 +264,17 @@ fn runtime_defaults_come_from_the_environment_after_the_flags() {
 }
 
 #[test]
+fn an_environment_that_is_not_utf8_is_no_obstacle() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new()
+        .var("LC_WEIRD", std::ffi::OsStr::from_bytes(b"\xff\xfe"))
+        .var("MOOT_OMP_DEFAULT_MODEL", "a/b");
+    let argv = env.run(&["omp", "--", "x"]).argv();
+    assert_eq!(argv[5..7], ["--model", "a/b"]);
+    assert_eq!(env.run(&["--list"]).code, 0);
+}
+
+#[test]
 fn every_runtime_renders() {
     let env = Env::new();
     let cases: &[(&[&str], &[&str])] = &[

@@ -271,6 +271,13 @@ fn files_that_must_exist() {
         &["pi", "--extension", "gate.ts", "--", "x"],
         "--extension (gate.ts): not a readable regular file (No such file or directory (os error 2))",
     );
+    // A FIFO is refused without being opened (opening it would wait for a writer).
+    nix::unistd::mkfifo(&env.work().join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    refused(
+        &env,
+        &["claude", "--system-prompt-file", "fifo", "--", "x"],
+        "--system-prompt-file (fifo): not a readable regular file (not a regular file)",
+    );
     fs::write(env.work().join("prompt.md"), "be terse").unwrap();
     refused(
         &env,
@@ -403,6 +410,18 @@ fn usage_errors_are_one_line_too() {
         &["omp", "--deadline", "10m", "--", "x"],
         "invalid value '10m' for '--deadline <SECS>': expected a number of seconds such as 600 \
          or 12.5, got \"10m\" (see --help)",
+    );
+    refused(
+        &env,
+        &["omp", "--deadline", "-5", "--", "x"],
+        "invalid value '-5' for '--deadline <SECS>': expected a number of seconds such as 600 \
+         or 12.5, got \"-5\" (see --help)",
+    );
+    // A value that looks like a flag is taken as the value, and refused for what it is.
+    refused(
+        &env,
+        &["omp", "--model", "--policy", "read-only", "--", "x"],
+        "--model (--policy): a model selector cannot start with '-', where it would read as a flag",
     );
     refused(
         &env,
