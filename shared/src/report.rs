@@ -39,6 +39,40 @@ pub fn one_line(message: &str) -> String {
     folded.trim().to_string()
 }
 
+/// Prints an error chain once, on one line, as `tool: what (value): why`.
+pub fn print_error(tool: &str, error: &anyhow::Error) {
+    eprintln!("{tool}: {}", one_line(&format!("{error:#}")));
+}
+
+/// Parses the command line like clap's `parse`, except that a usage error is one line on stderr,
+/// `tool: <clap's message>`, ending the tool with `usage_status` (moot-run's is 125, as
+/// timeout(1)'s, so it cannot be mistaken for the command's own status). `--help` and `--version`
+/// print and exit 0.
+pub fn parse_args<P: clap::Parser>(tool: &str, usage_status: u8) -> Result<P, ExitCode> {
+    P::try_parse().map_err(|error| match error.kind() {
+        clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+            // Nothing useful is left to do if stdout is gone.
+            let _ = error.print();
+            ExitCode::SUCCESS
+        }
+        _ => {
+            eprintln!("{tool}: {}", usage_summary(&error));
+            ExitCode::from(usage_status)
+        }
+    })
+}
+
+/// Clap's message without its usage block and `--help` tip, folded onto one line.
+fn usage_summary(error: &clap::Error) -> String {
+    let text = error.render().to_string();
+    let message = text.split("\n\n").next().unwrap_or_default();
+    let words: Vec<&str> = message
+        .trim_start_matches("error: ")
+        .split_whitespace()
+        .collect();
+    one_line(&words.join(" "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
