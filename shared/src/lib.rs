@@ -3,12 +3,15 @@
 //! Each module owns one concern; runtime-specific knowledge (flags, event names, session grammar)
 //! lives only under [`runtime`], one module per runtime.
 
+pub mod env_preset;
 pub mod envelope;
+pub mod exec;
 pub mod gitmoot_result;
 pub mod ndjson;
 pub mod outcome;
 pub mod parse;
 pub mod report;
 pub mod runtime;
+pub mod sandbox;
 #[cfg(feature = "testkit")]
 pub mod testkit;
