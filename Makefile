@@ -2,6 +2,7 @@
 PREFIX ?= /usr/local
 CARGO ?= cargo
 TOOLS := moot-parse-omp
+TOOLS += moot-run moot-sandbox
 RELEASE := target/release
 
 .PHONY: all build test lint demo bench install man clean
