@@ -13,5 +13,6 @@ pub mod parse;
 pub mod report;
 pub mod runtime;
 pub mod sandbox;
+pub mod sniff;
 #[cfg(feature = "testkit")]
 pub mod testkit;

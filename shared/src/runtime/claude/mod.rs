@@ -1,4 +1,6 @@
-//! Claude Code (`claude -p`).
+//! Claude Code (`claude -p`): Anthropic's coding-agent CLI.
+
+pub mod stream;
 
 /// The environment Claude Code keeps under `moot-run --env-preset claude`: its token or API key
 /// (Claude Code has no other headless credential channel) and its config directory.

@@ -1,4 +1,6 @@
-//! Codex (`codex exec --json`).
+//! Codex (`codex exec`): OpenAI's coding-agent CLI.
+
+pub mod stream;
 
 /// The environment Codex keeps under `moot-run --env-preset codex`: where its config and session
 /// index live. Its credentials are in that directory, never in a listed variable.
