@@ -16,7 +16,7 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, IsTerminal, Read, Write};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -252,7 +252,7 @@ fn execute(tool: &str, args: &RunArgs, record: &mut Record) -> Result<(), Failur
         .context("cannot set up signal handling")
         .map_err(Failure::runner)?;
     let argv = if args.command.is_empty() {
-        argv_from_stdin().map_err(Failure::runner)?
+        argv_from_stdin(&signals).map_err(Failure::runner)?
     } else {
         args.command.clone()
     };
@@ -414,8 +414,9 @@ impl Candidate {
 
 /// The argv `moot-render … | moot-run` hands over: NUL-terminated tokens. A last token without
 /// its NUL means the producer was cut off, and running a truncated prompt would be worse than
-/// not running at all.
-fn argv_from_stdin() -> anyhow::Result<Vec<OsString>> {
+/// not running at all. INT, TERM or HUP while waiting for it (a producer that never ends) stops
+/// moot-run with nothing run, since they are blocked and would otherwise go unheard.
+fn argv_from_stdin(signals: &Signals) -> anyhow::Result<Vec<OsString>> {
     let stdin = io::stdin();
     if stdin.is_terminal() {
         anyhow::bail!(
@@ -424,16 +425,30 @@ fn argv_from_stdin() -> anyhow::Result<Vec<OsString>> {
         );
     }
     let mut bytes = Vec::new();
-    stdin
-        .lock()
-        .take(MAX_STDIN_ARGV + 1)
-        .read_to_end(&mut bytes)
-        .context("cannot read the command from stdin")?;
-    if bytes.len() as u64 > MAX_STDIN_ARGV {
-        anyhow::bail!(
-            "argv on stdin (over {} MiB): too large to execute",
-            MAX_STDIN_ARGV >> 20
-        );
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        signals
+            .wait(Some(stdin.as_fd()), None)
+            .context("cannot wait for stdin")?;
+        let received = signals.take().context("cannot read signals")?;
+        if let Some(signal) = received.iter().find(|s| FORWARDED.contains(s)) {
+            anyhow::bail!(
+                "interrupted ({}) while reading the command from stdin: nothing was run",
+                signal.as_str()
+            );
+        }
+        match stdin.lock().read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e).context("cannot read the command from stdin"),
+        }
+        if bytes.len() as u64 > MAX_STDIN_ARGV {
+            anyhow::bail!(
+                "argv on stdin (over {} MiB): too large to execute",
+                MAX_STDIN_ARGV >> 20
+            );
+        }
     }
     split_nul_argv(bytes)
 }
@@ -644,14 +659,18 @@ impl Signals {
         Ok(Signals { fd })
     }
 
-    /// Waits until a signal is pending or `timeout` (`None`: forever) has passed.
-    fn wait(&self, timeout: Option<Duration>) -> nix::Result<()> {
+    /// Waits until a signal is pending, `also` is readable (or closed), or `timeout` (`None`:
+    /// forever) has passed.
+    fn wait(&self, also: Option<BorrowedFd>, timeout: Option<Duration>) -> nix::Result<()> {
         let timeout = match timeout {
             // Rounded up to the next millisecond, so the loop does not spin on a sub-ms remainder.
             Some(left) => PollTimeout::try_from(left.as_millis() + 1).unwrap_or(PollTimeout::MAX),
             None => PollTimeout::NONE,
         };
-        let mut fds = [PollFd::new(self.fd.as_fd(), PollFlags::POLLIN)];
+        let mut fds: Vec<PollFd> = std::iter::once(self.fd.as_fd())
+            .chain(also)
+            .map(|fd| PollFd::new(fd, PollFlags::POLLIN))
+            .collect();
         match poll(&mut fds, timeout) {
             Ok(_) | Err(Errno::EINTR) => Ok(()),
             Err(e) => Err(e),
@@ -737,7 +756,7 @@ impl Group {
                 .flatten()
                 .min();
             signals
-                .wait(wake.map(|at| at.saturating_duration_since(now)))
+                .wait(None, wake.map(|at| at.saturating_duration_since(now)))
                 .context("cannot wait for signals")?;
             for signal in signals.take().context("cannot read signals")? {
                 if FORWARDED.contains(&signal) {

@@ -433,6 +433,36 @@ fn argv_on_stdin_must_be_nul_terminated() {
 }
 
 #[test]
+fn a_signal_while_argv_is_awaited_on_stdin_stops_moot_run_and_cleans_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let stage = dir.path().join("stage");
+    fs::create_dir(&stage).unwrap();
+    let mut child = moot_run_default_signals(&["--cleanup", stage.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A producer that never finishes: stdin stays open.
+    let _producer = child.stdin.take().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let status = wait_bounded(&mut child);
+    let mut errors = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut errors)
+        .unwrap();
+    assert_eq!(status.code(), Some(125));
+    assert_eq!(
+        errors,
+        "moot-run: interrupted (SIGINT) while reading the command from stdin: nothing was run\n"
+    );
+    assert!(!stage.exists());
+}
+
+#[test]
 fn a_missing_binary_exits_127_naming_it_and_the_path_searched() {
     let dir = tempfile::tempdir().unwrap();
     let status = dir.path().join("s.json");
@@ -559,6 +589,50 @@ fn the_status_file_exists_when_stdout_ends() {
         assert_eq!(stdout, "answer\n");
         wait_bounded(&mut child);
     }
+}
+
+#[test]
+fn a_status_file_that_cannot_be_written_is_moot_runs_failure() {
+    let out = output(moot_run(&[
+        "--status-file",
+        "/nonexistent/dir/s.json",
+        "--",
+        "true",
+    ]));
+    assert_eq!(out.status.code(), Some(125));
+    let errors = stderr(&out);
+    assert!(
+        errors.starts_with("moot-run: cannot write --status-file (/nonexistent/dir/s.json): "),
+        "{errors}"
+    );
+    assert_eq!(errors.lines().count(), 1);
+}
+
+#[test]
+fn stdout_held_open_by_a_process_that_left_the_group_does_not_hang_moot_run() {
+    // The documented residual: setsid escapes the group. moot-run must still finish, say why it
+    // stopped reading, and report the command's own status.
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("escapee");
+    let script = format!(
+        "setsid sh -c 'echo $$ > {pid}.tmp && mv {pid}.tmp {pid}; exec sleep 30' 2>/dev/null & \
+         while [ ! -e {pid} ]; do sleep 0.05; done; echo done",
+        pid = pid_file.display()
+    );
+    let out = output(moot_run(&["--grace", "0.2", "--", "sh", "-c", &script]));
+    let escapee: i32 = fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let _ = kill(Pid::from_raw(escapee), Signal::SIGKILL);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.stdout, b"done\n");
+    assert_eq!(
+        stderr(&out),
+        "moot-run: stopped reading the command's stdout 1.0 s after its process group ended: a \
+         process outside the group (setsid?) still holds it open\n"
+    );
 }
 
 #[test]
