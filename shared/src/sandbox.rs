@@ -195,6 +195,9 @@ fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusa
         eprintln!("{tool}: not enforced ({support}): {}", missing.describe());
     }
 
+    // Set here, not only by the crate, so it holds on every path that runs the command.
+    prctl::set_no_new_privs()
+        .map_err(|e| Refusal::cannot_enforce(anyhow!("cannot set no_new_privs: {e}")))?;
     let level = if args.best_effort {
         CompatLevel::BestEffort
     } else {
@@ -227,7 +230,8 @@ fn verify(status: &RestrictionStatus, best_effort: bool) -> Result<(), Refusal> 
         RulesetStatus::PartiallyEnforced => Some("the ruleset is only partly enforced"),
         RulesetStatus::NotEnforced => Some("the ruleset is not enforced"),
     };
-    let shortfall = shortfall.or((!status.no_new_privs).then_some("no_new_privs is not set"));
+    let no_new_privs = status.no_new_privs && prctl::get_no_new_privs().unwrap_or(false);
+    let shortfall = shortfall.or((!no_new_privs).then_some("no_new_privs is not set"));
     match shortfall {
         Some(why) => Err(Refusal::cannot_enforce(anyhow!(
             "cannot enforce: {why}: refusing to run the command unconfined"
