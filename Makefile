@@ -4,6 +4,7 @@ CARGO ?= cargo
 TOOLS := moot-parse-omp
 TOOLS += moot-parse-claude moot-parse-codex
 TOOLS += moot-render
+TOOLS += moot-run moot-sandbox
 RELEASE := target/release
 
 .PHONY: all build test lint demo bench install man clean

@@ -3,7 +3,9 @@
 //! Each module owns one concern; runtime-specific knowledge (flags, event names, session grammar)
 //! lives only under [`runtime`], one module per runtime.
 
+pub mod env_preset;
 pub mod envelope;
+pub mod exec;
 pub mod gitmoot_result;
 pub mod ndjson;
 pub mod outcome;
@@ -12,6 +14,7 @@ pub mod registry;
 pub mod render;
 pub mod report;
 pub mod runtime;
+pub mod sandbox;
 pub mod session;
 pub mod sniff;
 pub mod stage;

@@ -15,7 +15,7 @@ pub fn run_tool(
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{tool}: {}", one_line(&format!("{e:#}")));
+            print_error(tool, &e);
             ExitCode::from(failure_status)
         }
     }
@@ -39,18 +39,29 @@ pub fn one_line(message: &str) -> String {
     folded.trim().to_string()
 }
 
-/// Reports a command-line parse error as one line, `<tool>: <what clap found>`, and returns
-/// `status`. `--help` and `--version` are printed as clap formats them, with status 0. The usage
-/// block clap appends is left out: one line is what scripts and logs can hold.
-pub fn usage_error(tool: &str, error: &clap::Error, status: u8) -> ExitCode {
-    if error.exit_code() == 0 {
-        let _ = error.print();
-        return ExitCode::SUCCESS;
-    }
-    eprintln!("{tool}: {}", usage_line(&error.render().to_string()));
-    ExitCode::from(status)
+/// Prints an error chain once, on one line, as `tool: what (value): why`.
+pub fn print_error(tool: &str, error: &anyhow::Error) {
+    eprintln!("{tool}: {}", one_line(&format!("{error:#}")));
 }
 
+/// Parses the command line like clap's `parse`, except that a usage error is one line on stderr,
+/// `tool: <clap's message> (see --help)`, ending the tool with `usage_status` (moot-run's is 125,
+/// as timeout(1)'s, so it cannot be mistaken for the command's own status). `--help` and
+/// `--version` print as clap formats them and exit 0.
+pub fn parse_args<P: clap::Parser>(tool: &str, usage_status: u8) -> Result<P, ExitCode> {
+    P::try_parse().map_err(|error| {
+        if error.exit_code() == 0 {
+            // Nothing useful is left to do if stdout is gone.
+            let _ = error.print();
+            return ExitCode::SUCCESS;
+        }
+        eprintln!("{tool}: {}", usage_line(&error.render().to_string()));
+        ExitCode::from(usage_status)
+    })
+}
+
+/// Clap's message folded onto one line: the usage block and the `--help` tip are left out (one
+/// line is what scripts and logs can hold), and an indented list is joined with commas.
 fn usage_line(rendered: &str) -> String {
     let mut line = String::new();
     let (mut in_usage, mut in_list) = (false, false);

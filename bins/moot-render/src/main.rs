@@ -40,11 +40,10 @@ Examples:
   moot-render --list --json | jq '.[] | select(.installed) | .name'";
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => return moot::report::usage_error(TOOL, &e, EXIT_REFUSED),
-    };
-    moot::report::run_tool(TOOL, EXIT_FAILED, || run(TOOL, &cli.args))
+    match moot::report::parse_args::<Cli>(TOOL, EXIT_REFUSED) {
+        Ok(cli) => moot::report::run_tool(TOOL, EXIT_FAILED, || run(TOOL, &cli.args)),
+        Err(code) => code,
+    }
 }
 
 #[cfg(test)]

@@ -2,3 +2,6 @@
 
 pub mod argv;
 pub mod meta;
+
+/// The mock runtime keeps only the common allowlist under `moot-run --env-preset mock`.
+pub const ENV_ALLOWLIST: &[&str] = &[];
