@@ -372,7 +372,7 @@ pub struct JobArgs {
     #[arg(long, value_name = "MODEL", allow_hyphen_values = true)]
     pub plan_into: Option<String>,
 
-    /// A system prompt file (claude, pi); it must be a readable regular file.
+    /// A system prompt file (claude, pi; appended to omp's own); it must be a readable regular file.
     #[arg(long, value_name = "FILE")]
     pub system_prompt_file: Option<String>,
 
@@ -1522,8 +1522,8 @@ mod tests {
             "--system-prompt-file (/tmp): not a readable regular file (not a regular file)"
         );
         assert_eq!(
-            refusal(&["omp", "--system-prompt-file", "/etc/hostname", "--", "x"]),
-            "--system-prompt-file (/etc/hostname): omp has no such input"
+            refusal(&["codex", "--system-prompt-file", "/etc/hostname", "--", "x"]),
+            "--system-prompt-file (/etc/hostname): codex has no such input"
         );
         assert_eq!(
             refusal(&["pi", "--extension", "/no/ext.ts", "--", "x"]),

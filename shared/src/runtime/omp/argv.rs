@@ -6,6 +6,11 @@
 //!     [--plan-yolo [--plan-yolo-into <M>]] [@<staged>/prompt.md] -- '<single prompt token>'
 //! ```
 //!
+//! One addition, only when a system prompt file is given (the adapter.sh contract's
+//! `MOSAIC_SYSTEM_PROMPT_FILE`): `--append-system-prompt <file>` after `--max-time`. omp 18.2.3
+//! appends the file's contents to its own coding prompt (checked against the real CLI), which
+//! keeps the coding agent's instructions where `--system-prompt` would replace them.
+//!
 //! Every run is a fresh in-memory session: never `--resume`, `--continue` or `--fork` (a resumed
 //! run re-roots itself in the previous session's cwd and edits the wrong worktree).
 
@@ -25,7 +30,8 @@ pub fn build(job: &Job, _host: &Host, delivery: &Delivery) -> Result<Built, Refu
         .opt(
             "--max-time",
             max_time(job.deadline_ms).map(|s| s.to_string()).as_deref(),
-        );
+        )
+        .opt("--append-system-prompt", job.system_prompt.as_deref());
     if let Some(target) = &plan {
         argv.push(&["--plan-yolo"])
             .opt("--plan-yolo-into", target.as_deref());
@@ -123,6 +129,31 @@ mod tests {
 
     fn run(job: &Job) -> Vec<String> {
         argv(build, job, &Delivery::inline("review this PR"))
+    }
+
+    #[test]
+    fn system_prompt_is_appended_after_max_time() {
+        let job = Job {
+            deadline_ms: Some(10_000),
+            system_prompt: Some("/bundle/prompt.md".into()),
+            ..Job::default()
+        };
+        assert_eq!(
+            run(&job),
+            [
+                "omp",
+                "-p",
+                "--mode=json",
+                "--approval-mode=yolo",
+                "--no-session",
+                "--max-time",
+                "9",
+                "--append-system-prompt",
+                "/bundle/prompt.md",
+                "--",
+                "review this PR"
+            ]
+        );
     }
 
     #[test]

@@ -44,7 +44,7 @@ pub static META: Meta = Meta {
     },
     plan_mode: true,
     readonly_seat: true,
-    system_prompt: false,
+    system_prompt: true,
     extensions: false,
     prompt: PromptRules::verbatim(Oversize::Attach {
         ceiling: Some(ATTACHMENT_CEILING),
