@@ -504,10 +504,14 @@ fn open_private(path: Option<&Path>, flag: &str) -> Result<Option<File>, Failure
 }
 
 /// A `--cleanup` directory must be a real directory, and never `/`: it is removed recursively.
+/// One that does not exist is fine: moot-render creates its stage directory only when a prompt
+/// is large enough to stage, so a caller names it either way.
 fn check_cleanup_dirs(dirs: &[PathBuf]) -> anyhow::Result<()> {
     for dir in dirs {
-        let meta =
-            fs::symlink_metadata(dir).with_context(|| format!("--cleanup ({})", dir.display()))?;
+        let meta = match fs::symlink_metadata(dir) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            other => other.with_context(|| format!("--cleanup ({})", dir.display()))?,
+        };
         if !meta.is_dir() {
             anyhow::bail!(
                 "--cleanup ({}): not a directory (a file or symlink is never removed)",

@@ -855,6 +855,20 @@ fn cleanup_removes_the_staged_directory_on_every_path() {
 }
 
 #[test]
+fn cleanup_of_a_directory_never_created_is_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let never = dir.path().join("stage");
+    let out = output(moot_run(&[
+        "--cleanup",
+        never.to_str().unwrap(),
+        "--",
+        "true",
+    ]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).is_empty());
+}
+
+#[test]
 fn cleanup_refuses_what_is_not_a_directory() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("file");
