@@ -35,6 +35,7 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::{access, getpid, getppid, AccessFlags, Pid};
 
+use crate::atomic_file;
 use crate::env_preset::{self, Pattern};
 use crate::outcome::{
     signal_exit_code, signal_name, ProcessOutcome, EXIT_CANNOT_INVOKE, EXIT_NOT_FOUND,
@@ -538,19 +539,10 @@ fn remove_dir(dir: &Path) -> anyhow::Result<()> {
 /// Writes the status file atomically: a temporary file in the same directory, renamed over it,
 /// so a reader sees either nothing or the whole outcome.
 fn write_status(path: &Path, outcome: &ProcessOutcome) -> anyhow::Result<()> {
-    let context = || format!("cannot write --status-file ({})", path.display());
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let mut file = tempfile::Builder::new()
-        .prefix(".moot-run-status")
-        .tempfile_in(dir)
-        .with_context(context)?;
-    serde_json::to_writer(&mut file, outcome).with_context(context)?;
-    file.write_all(b"\n").with_context(context)?;
-    file.persist(path).with_context(context)?;
-    Ok(())
+    let mut json = serde_json::to_vec(outcome).context("cannot serialise the status")?;
+    json.push(b'\n');
+    atomic_file::write(path, &json)
+        .with_context(|| format!("cannot write --status-file ({})", path.display()))
 }
 
 fn spawn(

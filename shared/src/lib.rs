@@ -3,6 +3,7 @@
 //! Each module owns one concern; runtime-specific knowledge (flags, event names, session grammar)
 //! lives only under [`runtime`], one module per runtime.
 
+pub mod atomic_file;
 pub mod env_preset;
 pub mod envelope;
 pub mod exec;
