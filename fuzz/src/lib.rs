@@ -5,6 +5,9 @@
 //! `fuzz/artifacts/<target>/`.
 
 use std::io::{self, Read};
+use std::sync::OnceLock;
+
+use clap::{Args, FromArgMatches};
 
 use moot::envelope::Envelope;
 use moot::gitmoot_result::{self, ResultError};
@@ -40,14 +43,20 @@ pub fn check_parser<D: Dialect + Default>(data: &[u8]) {
     check_envelope(&limited, data.len(), require_result);
 }
 
+/// The tool's flags with their defaults, as clap builds them (so a flag added later needs no
+/// change here), and the two ceilings set.
 fn args(max_line_bytes: usize, max_events: u64) -> ParseArgs {
-    ParseArgs {
-        text: false,
-        exit_code: None,
-        status_file: None,
-        max_line_bytes,
-        max_events,
-    }
+    static DEFAULTS: OnceLock<ParseArgs> = OnceLock::new();
+    let mut args = DEFAULTS
+        .get_or_init(|| {
+            let command = ParseArgs::augment_args(clap::Command::new("fuzz"));
+            ParseArgs::from_arg_matches(&command.get_matches_from(["fuzz"]))
+                .expect("the default flags parse")
+        })
+        .clone();
+    args.max_line_bytes = max_line_bytes;
+    args.max_events = max_events;
+    args
 }
 
 fn envelope<D: Dialect + Default>(
@@ -101,10 +110,10 @@ pub fn check_extract(data: &[u8]) {
 }
 
 /// The line reader on arbitrary bytes, with a small line ceiling (the first byte) and uneven
-/// reads (the second). When the first byte is 0xFF the ceiling is past the reader's internal
-/// 256 KiB chunk instead, and the input a line of exactly the ceiling or one byte more (the
-/// second byte's low bit) made of the rest repeated, then the rest again: the buffer grows to
-/// the line and shrinks back after it. Every byte must be accounted for exactly: the items,
+/// reads (the second). When the first byte is 0xFF the ceiling is 256 KiB to 9 MiB instead
+/// (past the reader's 256 KiB chunk, and for the top of the range past the 8 MiB it keeps), and
+/// the input a line of exactly the ceiling or one byte more (the second byte's low bit) made of
+/// the rest repeated, then the rest again: the buffer grows to the line and shrinks back. Every byte must be accounted for exactly: the items,
 /// their newlines, stripped `\r`s and a leading BOM rebuild the input; no line is longer than
 /// the ceiling; the counters agree.
 pub fn check_lines(data: &[u8]) {
@@ -112,7 +121,7 @@ pub fn check_lines(data: &[u8]) {
         return;
     };
     let (input, max_line, step) = if *config == 0xFF {
-        let max_line = 256 * 1024 + *step as usize * 8 * 1024;
+        let max_line = 256 * 1024 + *step as usize * 36 * 1024;
         let long = max_line + usize::from(step & 1 == 0);
         let unit = if rest.is_empty() { &b"x"[..] } else { rest };
         let mut input: Vec<u8> = unit.iter().copied().cycle().take(long).collect();

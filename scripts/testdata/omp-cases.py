@@ -116,6 +116,8 @@ case("drift-message-end-role-absent", start() + a([text(ANSWER)]) + [mend({"cont
 case("drift-message-end-no-message", start() + a([text(ANSWER)]) + [simple("message_end")] + [end()])
 case("drift-message-end-message-not-object", start() + a([text(ANSWER)]) + [j({"type":"message_end","message":"oops"})] + [end()])
 case("drift-malformed-assistant-message-end", start() + a([text(ANSWER)]) + ['{"type":"message_end","message":{"role":"assistant","content":[],"stopReason":"error","errorMessage":"overloa'] + [end()])
+case("garbled-agent-end-line-is-garbage", start() + a([text(ANSWER)]) + ['{"type":"agent_end","messages":[{"role":"assi', end()])
+case("duplicate-type-key-fails-closed", start() + a([text(ANSWER)]) + ['{"type":"agent_end","type":"agent_end","messages":[],"isTerminal":true}'])
 case("garbage-with-one-marker-skipped", start() + ['{"type":"message_end","message":{"role":"us', 'x "role":"assistant" y'] + a([text(ANSWER)]) + [end()])
 case("user-string-content-skipped", start() + [mend({"role":"user","content":"a bare string prompt","timestamp":TS}), mend({"role":"custom","customType":"note","content":"hook text","display":True,"attribution":"agent"})] + a([text(ANSWER)]) + [end()])
 case("non-assistant-undecodable-skipped", start() + [mend({"role":"developer","content":[{"type":"text","text":5}],"usage":{"input":"x"}})] + a([text(ANSWER)]) + [end()])

@@ -2,8 +2,9 @@
 //!
 //! Lines are split on `\n` only (U+2028 inside a JSON string is not a line break); one trailing
 //! `\r` is dropped so CRLF streams read the same. The buffer grows to the longest line seen, up to
-//! the line ceiling, and shrinks back after a long line, so peak memory is one chunk plus the
-//! largest line. A line over the ceiling is not buffered: its bytes are counted and discarded, and
+//! the line ceiling, and is given back after a line over 8 MiB, so peak memory is one chunk plus
+//! the larger of 8 MiB and the longest line; a line arriving in many reads is searched for its
+//! newline once per byte, not once per read. A line over the ceiling is not buffered: its bytes are counted and discarded, and
 //! the reader reports it as [`Item::TooLong`] and carries on, because the stream must be drained
 //! to EOF whatever it holds (the writer upstream must never block on a full pipe).
 
@@ -18,6 +19,10 @@ pub const DEFAULT_MAX_EVENTS: u64 = 50_000_000;
 
 /// Bytes asked of the source per read, and the size the buffer shrinks back to.
 const CHUNK: usize = 256 * 1024;
+
+/// The buffer is given back only above this size: lines of a few MiB are routine (omp's
+/// agent_end), and regrowing for each of them would copy them again and again.
+const KEEP_BUFFER: usize = 8 * 1024 * 1024;
 
 /// One unit the reader yields.
 #[derive(Debug, PartialEq, Eq)]
@@ -39,8 +44,7 @@ pub struct LineReader<R> {
     start: usize,
     /// End of the valid bytes in `buf`.
     end: usize,
-    /// How many bytes after `start` are known to hold no `\n`: a long line arriving in many small
-    /// reads (a pipe hands out at most 64 KiB at a time) is scanned once, not once per read.
+    /// Bytes after `start` already known to hold no newline.
     scanned: usize,
     eof: bool,
     max_line: usize,
@@ -79,8 +83,8 @@ impl<R: Read> LineReader<R> {
     /// The next item, or `None` at end of stream. Interrupted reads are retried.
     pub fn next_item(&mut self) -> io::Result<Option<Item<'_>>> {
         loop {
-            let unscanned = &self.buf[self.start + self.scanned..self.end];
-            if let Some(found) = memchr::memchr(b'\n', unscanned) {
+            let unscanned = self.start + self.scanned;
+            if let Some(found) = memchr::memchr(b'\n', &self.buf[unscanned..self.end]) {
                 let pos = self.scanned + found;
                 self.scanned = 0;
                 let line_start = self.start;
@@ -93,10 +97,12 @@ impl<R: Read> LineReader<R> {
                 return Ok(Some(Item::Line(strip_cr(&self.buf[line_start..line_end]))));
             }
             let pending = self.end - self.start;
+            // A line arriving in many reads is searched for its newline only once per byte.
             self.scanned = pending;
             // Until the first bytes are known not to be a BOM, they cannot be judged too long:
             // a BOM split across reads would otherwise be counted into a line.
             if pending > self.max_line && self.bom_checked {
+                self.scanned = 0;
                 let len = self.discard_rest_of_line()?;
                 self.lines += 1;
                 return Ok(Some(Item::TooLong { len }));
@@ -146,7 +152,7 @@ impl<R: Read> LineReader<R> {
             self.end -= self.start;
             self.start = 0;
         }
-        if self.buf.len() > 4 * CHUNK && self.end <= CHUNK {
+        if self.buf.len() > KEEP_BUFFER && self.end <= CHUNK {
             self.buf.truncate(2 * CHUNK);
             self.buf.shrink_to_fit();
         }
@@ -159,14 +165,12 @@ impl<R: Read> LineReader<R> {
             if let Some(pos) = memchr::memchr(b'\n', &self.buf[self.start..self.end]) {
                 len += pos as u64;
                 self.start += pos + 1;
-                self.scanned = 0;
                 return Ok(len);
             }
             len += (self.end - self.start) as u64;
             self.start = 0;
             self.end = 0;
             if self.eof {
-                self.scanned = 0;
                 return Ok(len);
             }
             self.fill()?;
@@ -269,15 +273,27 @@ mod tests {
         out
     }
 
-    /// Found writing the ndjson_lines fuzz target's byte accounting: with a ceiling under 3 bytes, a BOM arriving in
-    /// reads shorter than itself was judged too long before it was recognised, and counted into
-    /// a line.
+    /// Found writing the ndjson_lines fuzz target's byte accounting: with a ceiling under 3
+    /// bytes, a BOM arriving in reads shorter than itself was judged too long before it was
+    /// recognised, and counted into a line.
     #[test]
     fn bom_split_across_reads_with_a_tiny_ceiling_is_still_dropped() {
         assert_eq!(
             collect_trickled(b"\xEF\xBB\xBFa\nbcd\n", 1),
             ["Line([97])", "TooLong { len: 3 }"]
         );
+    }
+
+    /// Found by the ndjson_lines fuzz target on merging the scan-once reader: the bytes already
+    /// scanned were counted from the old start after a BOM split across reads moved it, so the
+    /// next scan began past the end of the data and panicked.
+    #[test]
+    fn bom_arriving_byte_by_byte_before_a_newline() {
+        assert_eq!(
+            collect_trickled(b"\xEF\xBB\xBF\nab\n", 100),
+            ["Line([])", "Line([97, 98])"]
+        );
+        assert!(collect_trickled(b"\xEF\xBB\xBF", 16).is_empty());
     }
 
     #[test]

@@ -10,8 +10,8 @@
 
 use std::sync::OnceLock;
 
+use clap::{Args, FromArgMatches};
 use moot::gitmoot_result;
-use moot::ndjson::{DEFAULT_MAX_EVENTS, DEFAULT_MAX_LINE_BYTES};
 use moot::parse::{parse, ParseArgs};
 use moot::runtime::omp::stream::Omp;
 use moot::testkit::{cases, check_envelope, run};
@@ -33,13 +33,13 @@ const LOAD_BEARING: &[&str] = &[
 /// The envelope the tool prints for `stream` with its default flags (`--text` when
 /// `require_result` is false), checked against the envelope contract.
 fn envelope(stream: &[u8], require_result: bool) -> Value {
-    let args = ParseArgs {
-        text: !require_result,
-        exit_code: None,
-        status_file: None,
-        max_line_bytes: DEFAULT_MAX_LINE_BYTES,
-        max_events: DEFAULT_MAX_EVENTS,
+    let argv: &[&str] = if require_result {
+        &["moot-parse-omp"]
+    } else {
+        &["moot-parse-omp", "--text"]
     };
+    let command = ParseArgs::augment_args(clap::Command::new("moot-parse-omp"));
+    let args = ParseArgs::from_arg_matches(&command.get_matches_from(argv)).unwrap();
     let parsed = parse(Omp::default(), stream, &args).unwrap();
     let json = serde_json::to_string(&parsed.into_envelope(require_result)).unwrap();
     check_envelope(&json, stream.len() as u64, require_result)

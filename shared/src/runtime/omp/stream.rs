@@ -12,10 +12,12 @@ use std::borrow::Cow;
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;
+use serde_json::error::Category;
 use serde_json::Value;
 
 use crate::envelope::{ErrorClass, Usage, UsageSource};
 use crate::parse::{Dialect, Facts, Failure, Verdict};
+use crate::sniff::{opening_type, raw_field_is, raw_type_among};
 
 /// The event types this parser reads; a row of one of them must decode.
 const LOAD_BEARING: &[&str] = &[
@@ -79,35 +81,45 @@ impl Dialect for Omp {
     const RUNTIME: &'static str = "omp";
 
     fn line(&mut self, line: &[u8]) -> Result<(), String> {
-        if is_skippable_at_a_glance(line) {
-            return Ok(());
-        }
-        // An event is a JSON object. serde reads an array positionally into a struct, so without
-        // this `["session","x"]` would pass for a session event and `["message_end"]` for an
-        // undecodable one; an array identifies nothing.
-        if line.trim_ascii_start().first() != Some(&b'{') {
-            return unidentified(line);
-        }
-        let kind = match serde_json::from_slice::<Head>(line) {
-            Ok(head) => head.kind,
-            Err(_) => return unidentified(line),
+        let kind = match opening_type(line).and_then(|kind| std::str::from_utf8(kind).ok()) {
+            // The hot path: most lines of a long run are message_update deltas and tool
+            // output. One whose type is not read, and that cannot be a malformed assistant
+            // message_end, is skipped without decoding, exactly as a decode would skip it.
+            Some(kind) if !LOAD_BEARING.contains(&kind) => {
+                if memchr::memmem::find(line, b"message_end\"").is_none() {
+                    return Ok(());
+                }
+                return match serde_json::from_slice::<Head>(line) {
+                    Ok(_) => Ok(()),
+                    Err(_) => unidentified(line),
+                };
+            }
+            Some(kind) => Cow::Borrowed(kind),
+            // An event is a JSON object. serde reads an array positionally into a struct, so
+            // without this `["session","x"]` would pass for a session event and
+            // `["message_end"]` for an undecodable one; an array identifies nothing.
+            None if line.trim_ascii_start().first() != Some(&b'{') => return unidentified(line),
+            None => match serde_json::from_slice::<Head>(line) {
+                Ok(Head { kind: Some(kind) }) => kind,
+                Ok(Head { kind: None }) => return Ok(()),
+                Err(_) => return unidentified(line),
+            },
         };
-        match kind.as_deref() {
-            Some("session") => self.session(decode(line, "session")?),
-            Some("message_end") => self.message_end(line)?,
-            Some("auto_retry_start") => self.retry_start(decode(line, "auto_retry_start")?),
-            Some("auto_retry_end") => self.retry_end(decode(line, "auto_retry_end")?),
-            Some("agent_end") => self.agent_end(decode(line, "agent_end")?),
-            _ => {}
-        }
+        match kind.as_ref() {
+            "session" => decode(line, "session")?.map(|row| self.session(row)),
+            "message_end" => self.message_end(line)?,
+            "auto_retry_start" => {
+                decode(line, "auto_retry_start")?.map(|row| self.retry_start(row))
+            }
+            "auto_retry_end" => decode(line, "auto_retry_end")?.map(|row| self.retry_end(row)),
+            "agent_end" => decode(line, "agent_end")?.map(|row| self.agent_end(row)),
+            _ => None,
+        };
         Ok(())
     }
 
     fn cut_line(&self, tail: &[u8]) -> Result<(), String> {
-        match LOAD_BEARING
-            .iter()
-            .find(|kind| raw_field_is(tail, "type", kind))
-        {
+        match raw_type_among(tail, LOAD_BEARING) {
             Some(kind) => Err(format!(
                 "the stream ended in the middle of an event of type {kind} (the CLI died mid-write)"
             )),
@@ -147,21 +159,26 @@ impl Omp {
         }
     }
 
-    fn message_end(&mut self, line: &[u8]) -> Result<(), String> {
-        let event = match serde_json::from_slice::<MessageEnd<'_>>(line) {
-            Ok(event) => event,
-            Err(e) => return message_end_undecodable(line, &e),
+    /// The role decides whether the row is read at all, so it is probed first: user, developer,
+    /// custom and tool-result messages (often MiBs of tool output, with legally string content)
+    /// are then skipped without being decoded or copied.
+    fn message_end(&mut self, line: &[u8]) -> Result<Option<()>, String> {
+        let role = match serde_json::from_slice::<RoleProbe<'_>>(line) {
+            Ok(probe) => probe.message.and_then(|message| message.role),
+            Err(e) if is_syntax(&e) => return unidentified(line).map(|()| None),
+            Err(e) => return Err(drift("message_end", &e)),
         };
-        let Some(message) = event.message else {
-            return Err(no_role());
-        };
-        match message.role.as_deref() {
+        match role.as_deref() {
             None => Err(no_role()),
             Some("assistant") => {
-                self.assistant(message);
-                Ok(())
+                let event: MessageEnd<'_> =
+                    serde_json::from_slice(line).map_err(|e| drift("message_end", &e))?;
+                if let Some(message) = event.message {
+                    self.assistant(message);
+                }
+                Ok(Some(()))
             }
-            Some(_) => Ok(()),
+            Some(_) => Ok(None),
         }
     }
 
@@ -330,8 +347,18 @@ fn turn_failure(reason: &str, message: Option<&str>, status: Option<&Value>) -> 
     )
 }
 
-fn decode<'a, T: Deserialize<'a>>(line: &'a [u8], kind: &str) -> Result<T, String> {
-    serde_json::from_slice(line).map_err(|e| drift(kind, &e))
+/// Decodes one load-bearing row. A row that is not even JSON identifies nothing and gets the
+/// garbage rule; valid JSON of the wrong shape is drift and fails the run.
+fn decode<'a, T: Deserialize<'a>>(line: &'a [u8], kind: &str) -> Result<Option<T>, String> {
+    match serde_json::from_slice(line) {
+        Ok(row) => Ok(Some(row)),
+        Err(e) if is_syntax(&e) => unidentified(line).map(|()| None),
+        Err(e) => Err(drift(kind, &e)),
+    }
+}
+
+fn is_syntax(e: &serde_json::Error) -> bool {
+    matches!(e.classify(), Category::Syntax | Category::Eof)
 }
 
 fn drift(kind: &str, e: &serde_json::Error) -> String {
@@ -342,17 +369,6 @@ fn no_role() -> String {
     "omp stream carried a message_end with no role (envelope drift): the parser cannot tell whether it was the answer".into()
 }
 
-/// A message_end that does not decode is skipped only when it is provably not an assistant
-/// message: user, developer and custom messages carry string content legally.
-fn message_end_undecodable(line: &[u8], e: &serde_json::Error) -> Result<(), String> {
-    match serde_json::from_slice::<RoleProbe<'_>>(line) {
-        Ok(RoleProbe {
-            message: Some(RoleOnly { role: Some(role) }),
-        }) if role != "assistant" => Ok(()),
-        _ => Err(drift("message_end", e)),
-    }
-}
-
 /// A line that is not a readable event at all. It is skipped, unless it still identifies itself
 /// as an assistant message_end: that row may have been the failed final turn.
 fn unidentified(line: &[u8]) -> Result<(), String> {
@@ -360,51 +376,6 @@ fn unidentified(line: &[u8]) -> Result<(), String> {
         return Err("omp stream carried a MALFORMED assistant message_end (envelope drift): the final turn may be lost".into());
     }
     Ok(())
-}
-
-/// The hot path: most lines of a long run are `message_update` deltas and tool output. A line
-/// that opens with a `type` outside the load-bearing set and never mentions `message_end"` is
-/// skipped whatever else it holds, exactly as the full reading would skip it, without decoding.
-fn is_skippable_at_a_glance(line: &[u8]) -> bool {
-    const OPENING: &[u8] = b"{\"type\":\"";
-    let Some(rest) = line.strip_prefix(OPENING) else {
-        return false;
-    };
-    let Some(end) = memchr::memchr2(b'"', b'\\', rest) else {
-        return false;
-    };
-    if rest[end] != b'"' {
-        return false;
-    }
-    let kind = &rest[..end];
-    !LOAD_BEARING.iter().any(|k| k.as_bytes() == kind)
-        && memchr::memmem::find(line, b"message_end\"").is_none()
-}
-
-/// True when the raw bytes hold `"<field>"`, then optional blanks, a colon, optional blanks and
-/// the quoted `value`. Every occurrence of the key is tried; a key inside another string (its
-/// quote escaped) never matches.
-pub(crate) fn raw_field_is(raw: &[u8], field: &str, value: &str) -> bool {
-    let key = format!("\"{field}\"");
-    let want = format!("\"{value}\"");
-    memchr::memmem::find_iter(raw, key.as_bytes()).any(|at| {
-        if at > 0 && raw[at - 1] == b'\\' {
-            return false;
-        }
-        let after_key = skip_blanks(&raw[at + key.len()..]);
-        match after_key.strip_prefix(b":") {
-            Some(rest) => skip_blanks(rest).starts_with(want.as_bytes()),
-            None => false,
-        }
-    })
-}
-
-fn skip_blanks(bytes: &[u8]) -> &[u8] {
-    let start = bytes
-        .iter()
-        .position(|b| *b != b' ' && *b != b'\t')
-        .unwrap_or(bytes.len());
-    &bytes[start..]
 }
 
 // Wire shapes: only the fields the rules read. Unknown fields are ignored; a field that is read
@@ -418,12 +389,18 @@ struct Head<'a> {
 
 #[derive(Deserialize)]
 struct Session<'a> {
+    /// Declared so that a row naming its type twice fails to decode instead of being guessed.
+    #[serde(rename = "type")]
+    _kind: Option<IgnoredAny>,
     #[serde(borrow)]
     id: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
 struct MessageEnd<'a> {
+    /// Declared so that a row naming its type twice fails to decode instead of being guessed.
+    #[serde(rename = "type")]
+    _kind: Option<IgnoredAny>,
     #[serde(borrow)]
     message: Option<Message<'a>>,
 }
@@ -431,8 +408,6 @@ struct MessageEnd<'a> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Message<'a> {
-    #[serde(borrow)]
-    role: Option<Cow<'a, str>>,
     #[serde(borrow)]
     content: Option<Vec<Part<'a>>>,
     usage: Option<MessageUsage>,
@@ -467,12 +442,14 @@ struct MessageUsage {
 
 #[derive(Deserialize)]
 struct RoleProbe<'a> {
+    #[serde(rename = "type")]
+    _kind: Option<IgnoredAny>,
     #[serde(borrow)]
-    message: Option<RoleOnly<'a>>,
+    message: Option<MessageRole<'a>>,
 }
 
 #[derive(Deserialize)]
-struct RoleOnly<'a> {
+struct MessageRole<'a> {
     #[serde(borrow)]
     role: Option<Cow<'a, str>>,
 }
@@ -480,6 +457,9 @@ struct RoleOnly<'a> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RetryStart<'a> {
+    /// Declared so that a row naming its type twice fails to decode instead of being guessed.
+    #[serde(rename = "type")]
+    _kind: Option<IgnoredAny>,
     #[serde(rename = "attempt")]
     _attempt: Option<u64>,
     #[serde(borrow)]
@@ -489,6 +469,9 @@ struct RetryStart<'a> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RetryEnd<'a> {
+    /// Declared so that a row naming its type twice fails to decode instead of being guessed.
+    #[serde(rename = "type")]
+    _kind: Option<IgnoredAny>,
     success: Option<bool>,
     #[serde(borrow)]
     final_error: Option<Cow<'a, str>>,
@@ -497,6 +480,9 @@ struct RetryEnd<'a> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct AgentEnd {
+    /// Declared so that a row naming its type twice fails to decode instead of being guessed.
+    #[serde(rename = "type")]
+    _kind: Option<IgnoredAny>,
     is_terminal: Option<bool>,
     telemetry: Option<Telemetry>,
     #[serde(rename = "messages")]
@@ -528,55 +514,5 @@ mod tests {
         assert_eq!(family_of("anthropic"), "claude");
         assert_eq!(family_of("kimi-code"), "kimi");
         assert_eq!(family_of("devin"), "omp:devin");
-    }
-
-    #[test]
-    fn raw_field_matcher_is_precise() {
-        assert!(raw_field_is(
-            br#"{"type" : "message_end""#,
-            "type",
-            "message_end"
-        ));
-        assert!(raw_field_is(
-            br#"{"a":{"type":"x"},"type":	"message_end"}"#,
-            "type",
-            "message_end"
-        ));
-        assert!(!raw_field_is(
-            br#"{"type":"message_end_x"}"#,
-            "type",
-            "message_end"
-        ));
-        assert!(!raw_field_is(
-            br#"{"note":"type", "message_end"}"#,
-            "type",
-            "message_end"
-        ));
-        assert!(!raw_field_is(
-            br#"{"x":"\"type\":\"message_end\""}"#,
-            "type",
-            "message_end"
-        ));
-        assert!(!raw_field_is(
-            br#"{"type":1,"v":"message_end"}"#,
-            "type",
-            "message_end"
-        ));
-    }
-
-    #[test]
-    fn glance_skips_only_unread_types() {
-        assert!(is_skippable_at_a_glance(
-            br#"{"type":"message_update","x":1}"#
-        ));
-        assert!(!is_skippable_at_a_glance(
-            br#"{"type":"message_end","x":1}"#
-        ));
-        assert!(!is_skippable_at_a_glance(br#"{"type":"agent_end"}"#));
-        assert!(!is_skippable_at_a_glance(
-            br#"{"type":"notice","m":"message_end"}"#
-        ));
-        assert!(!is_skippable_at_a_glance(br#"{ "type":"notice"}"#));
-        assert!(!is_skippable_at_a_glance(br#"{"type":"a\"b"}"#));
     }
 }
