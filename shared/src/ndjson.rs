@@ -178,6 +178,33 @@ pub fn is_blank(line: &[u8]) -> bool {
     line.iter().all(u8::is_ascii_whitespace)
 }
 
+/// True when the raw bytes hold `"<field>"`, then optional blanks, a colon, optional blanks and
+/// the quoted `value`. Every occurrence of the key is tried; a key inside another string (its
+/// quote escaped) never matches. Parsers use it on lines that are not valid JSON, to tell whether
+/// a broken row still identifies itself as one they had to read.
+pub fn raw_field_is(raw: &[u8], field: &str, value: &str) -> bool {
+    let key = format!("\"{field}\"");
+    let want = format!("\"{value}\"");
+    memchr::memmem::find_iter(raw, key.as_bytes()).any(|at| {
+        if at > 0 && raw[at - 1] == b'\\' {
+            return false;
+        }
+        let after_key = skip_blanks(&raw[at + key.len()..]);
+        match after_key.strip_prefix(b":") {
+            Some(rest) => skip_blanks(rest).starts_with(want.as_bytes()),
+            None => false,
+        }
+    })
+}
+
+fn skip_blanks(bytes: &[u8]) -> &[u8] {
+    let start = bytes
+        .iter()
+        .position(|b| *b != b' ' && *b != b'\t')
+        .unwrap_or(bytes.len());
+    &bytes[start..]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,5 +265,39 @@ mod tests {
         let mut reader = LineReader::new(&b"a\nbb\nccc"[..], 100);
         while reader.next_item().unwrap().is_some() {}
         assert_eq!((reader.bytes(), reader.lines()), (8, 3));
+    }
+
+    #[test]
+    fn raw_field_matcher_is_precise() {
+        assert!(raw_field_is(
+            br#"{"type" : "message_end""#,
+            "type",
+            "message_end"
+        ));
+        assert!(raw_field_is(
+            br#"{"a":{"type":"x"},"type":	"message_end"}"#,
+            "type",
+            "message_end"
+        ));
+        assert!(!raw_field_is(
+            br#"{"type":"message_end_x"}"#,
+            "type",
+            "message_end"
+        ));
+        assert!(!raw_field_is(
+            br#"{"note":"type", "message_end"}"#,
+            "type",
+            "message_end"
+        ));
+        assert!(!raw_field_is(
+            br#"{"x":"\"type\":\"message_end\""}"#,
+            "type",
+            "message_end"
+        ));
+        assert!(!raw_field_is(
+            br#"{"type":1,"v":"message_end"}"#,
+            "type",
+            "message_end"
+        ));
     }
 }
