@@ -1,4 +1,7 @@
 //! Runtime-specific knowledge, one module per runtime. Nothing outside these modules names a
 //! runtime's flags, event types or session grammar.
 
+pub mod kimi;
 pub mod omp;
+pub mod pi;
+pub mod pi_family;
