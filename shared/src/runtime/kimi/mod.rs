@@ -1,0 +1,3 @@
+//! Kimi: Kimi Code (`kimi -p`, TypeScript, current) and the legacy kimi-cli (`kimi --print`, Python).
+
+pub mod stream;
