@@ -2,6 +2,7 @@
 PREFIX ?= /usr/local
 CARGO ?= cargo
 TOOLS := moot-parse-omp
+TOOLS += moot-parse-claude moot-parse-codex
 RELEASE := target/release
 
 .PHONY: all build test lint demo bench install man clean
@@ -20,6 +21,10 @@ test: lint
 
 demo: build
 	sh scripts/demo.sh
+
+# Benchmarks are never timed tests: this prints medians and ratios measured in one run.
+bench: build
+	python3 scripts/bench/bench.py
 
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7

@@ -20,6 +20,19 @@ const DECISIONS: &[&str] = &[
     "skipped",
 ];
 const STRING_ARRAYS: &[&str] = &["changes_made", "tests_run", "needs"];
+/// Every key the contract knows; any other is an error, as in gitmoot.
+const RESULT_KEYS: &[&str] = &[
+    "decision",
+    "summary",
+    "findings",
+    "changes_made",
+    "tests_run",
+    "needs",
+    "delegations",
+    "artifact_body",
+    "learnings",
+    "human_questions",
+];
 const ACTIONS: &[&str] = &["ask", "review", "implement"];
 const EPHEMERAL_RUNTIMES: &[&str] = &["codex", "claude", "kimi"];
 const FAILURE_POLICIES: &[&str] = &["block_parent", "continue", "escalate", "escalate_human"];
@@ -141,7 +154,13 @@ pub fn validate(result: Value) -> Result<Value, String> {
     };
     let mut out = Map::new();
 
-    let decision = take_string(&mut fields, "decision")?.unwrap_or_default();
+    if let Some(unknown) = fields
+        .keys()
+        .find(|key| !RESULT_KEYS.contains(&key.as_str()))
+    {
+        return Err(format!("unsupported {KEY} field {unknown:?}"));
+    }
+    let decision = take_string(&mut fields, "decision")?.ok_or("decision is required")?;
     if !DECISIONS.contains(&decision.as_str()) {
         return Err(format!(
             "decision {decision:?} is not one of {}",
@@ -161,9 +180,6 @@ pub fn validate(result: Value) -> Result<Value, String> {
     let artifact_body = take_string(&mut fields, "artifact_body")?;
     let learnings = fields.remove("learnings");
     let human_questions = fields.remove("human_questions");
-    if let Some(unknown) = fields.keys().next() {
-        return Err(format!("unsupported {KEY} field {unknown:?}"));
-    }
 
     if decision == "skipped" && !delegations.is_empty() {
         return Err("a skipped result must not carry delegations".into());

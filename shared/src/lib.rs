@@ -10,5 +10,6 @@ pub mod outcome;
 pub mod parse;
 pub mod report;
 pub mod runtime;
+pub mod sniff;
 #[cfg(feature = "testkit")]
 pub mod testkit;

@@ -2,8 +2,9 @@
 //!
 //! Lines are split on `\n` only (U+2028 inside a JSON string is not a line break); one trailing
 //! `\r` is dropped so CRLF streams read the same. The buffer grows to the longest line seen, up to
-//! the line ceiling, and shrinks back after a long line, so peak memory is one chunk plus the
-//! largest line. A line over the ceiling is not buffered: its bytes are counted and discarded, and
+//! the line ceiling, and is given back after a line over 8 MiB, so peak memory is one chunk plus
+//! the larger of 8 MiB and the longest line; a line arriving in many reads is searched for its
+//! newline once per byte, not once per read. A line over the ceiling is not buffered: its bytes are counted and discarded, and
 //! the reader reports it as [`Item::TooLong`] and carries on, because the stream must be drained
 //! to EOF whatever it holds (the writer upstream must never block on a full pipe).
 
@@ -18,6 +19,10 @@ pub const DEFAULT_MAX_EVENTS: u64 = 50_000_000;
 
 /// Bytes asked of the source per read, and the size the buffer shrinks back to.
 const CHUNK: usize = 256 * 1024;
+
+/// The buffer is given back only above this size: lines of a few MiB are routine (omp's
+/// agent_end), and regrowing for each of them would copy them again and again.
+const KEEP_BUFFER: usize = 8 * 1024 * 1024;
 
 /// One unit the reader yields.
 #[derive(Debug, PartialEq, Eq)]
@@ -39,6 +44,8 @@ pub struct LineReader<R> {
     start: usize,
     /// End of the valid bytes in `buf`.
     end: usize,
+    /// Bytes after `start` already known to hold no newline.
+    scanned: usize,
     eof: bool,
     max_line: usize,
     bytes: u64,
@@ -54,6 +61,7 @@ impl<R: Read> LineReader<R> {
             buf: vec![0; CHUNK],
             start: 0,
             end: 0,
+            scanned: 0,
             eof: false,
             max_line: max_line.max(1),
             bytes: 0,
@@ -75,7 +83,10 @@ impl<R: Read> LineReader<R> {
     /// The next item, or `None` at end of stream. Interrupted reads are retried.
     pub fn next_item(&mut self) -> io::Result<Option<Item<'_>>> {
         loop {
-            if let Some(pos) = memchr::memchr(b'\n', &self.buf[self.start..self.end]) {
+            let unscanned = self.start + self.scanned;
+            if let Some(found) = memchr::memchr(b'\n', &self.buf[unscanned..self.end]) {
+                let pos = self.scanned + found;
+                self.scanned = 0;
                 let line_start = self.start;
                 let line_end = line_start + pos;
                 self.start = line_end + 1;
@@ -86,7 +97,10 @@ impl<R: Read> LineReader<R> {
                 return Ok(Some(Item::Line(strip_cr(&self.buf[line_start..line_end]))));
             }
             let pending = self.end - self.start;
+            // A line arriving in many reads is searched for its newline only once per byte.
+            self.scanned = pending;
             if pending > self.max_line {
+                self.scanned = 0;
                 let len = self.discard_rest_of_line()?;
                 self.lines += 1;
                 return Ok(Some(Item::TooLong { len }));
@@ -97,6 +111,7 @@ impl<R: Read> LineReader<R> {
                 }
                 let tail_start = self.start;
                 self.start = self.end;
+                self.scanned = 0;
                 self.lines += 1;
                 return Ok(Some(Item::Tail(strip_cr(&self.buf[tail_start..self.end]))));
             }
@@ -134,7 +149,7 @@ impl<R: Read> LineReader<R> {
             self.end -= self.start;
             self.start = 0;
         }
-        if self.buf.len() > 4 * CHUNK && self.end <= CHUNK {
+        if self.buf.len() > KEEP_BUFFER && self.end <= CHUNK {
             self.buf.truncate(2 * CHUNK);
             self.buf.shrink_to_fit();
         }
@@ -176,33 +191,6 @@ fn strip_cr(line: &[u8]) -> &[u8] {
 /// True when a line holds nothing but ASCII whitespace.
 pub fn is_blank(line: &[u8]) -> bool {
     line.iter().all(u8::is_ascii_whitespace)
-}
-
-/// True when the raw bytes hold `"<field>"`, then optional blanks, a colon, optional blanks and
-/// the quoted `value`. Every occurrence of the key is tried; a key inside another string (its
-/// quote escaped) never matches. Parsers use it on lines that are not valid JSON, to tell whether
-/// a broken row still identifies itself as one they had to read.
-pub fn raw_field_is(raw: &[u8], field: &str, value: &str) -> bool {
-    let key = format!("\"{field}\"");
-    let want = format!("\"{value}\"");
-    memchr::memmem::find_iter(raw, key.as_bytes()).any(|at| {
-        if at > 0 && raw[at - 1] == b'\\' {
-            return false;
-        }
-        let after_key = skip_blanks(&raw[at + key.len()..]);
-        match after_key.strip_prefix(b":") {
-            Some(rest) => skip_blanks(rest).starts_with(want.as_bytes()),
-            None => false,
-        }
-    })
-}
-
-fn skip_blanks(bytes: &[u8]) -> &[u8] {
-    let start = bytes
-        .iter()
-        .position(|b| *b != b' ' && *b != b'\t')
-        .unwrap_or(bytes.len());
-    &bytes[start..]
 }
 
 #[cfg(test)]
@@ -265,39 +253,5 @@ mod tests {
         let mut reader = LineReader::new(&b"a\nbb\nccc"[..], 100);
         while reader.next_item().unwrap().is_some() {}
         assert_eq!((reader.bytes(), reader.lines()), (8, 3));
-    }
-
-    #[test]
-    fn raw_field_matcher_is_precise() {
-        assert!(raw_field_is(
-            br#"{"type" : "message_end""#,
-            "type",
-            "message_end"
-        ));
-        assert!(raw_field_is(
-            br#"{"a":{"type":"x"},"type":	"message_end"}"#,
-            "type",
-            "message_end"
-        ));
-        assert!(!raw_field_is(
-            br#"{"type":"message_end_x"}"#,
-            "type",
-            "message_end"
-        ));
-        assert!(!raw_field_is(
-            br#"{"note":"type", "message_end"}"#,
-            "type",
-            "message_end"
-        ));
-        assert!(!raw_field_is(
-            br#"{"x":"\"type\":\"message_end\""}"#,
-            "type",
-            "message_end"
-        ));
-        assert!(!raw_field_is(
-            br#"{"type":1,"v":"message_end"}"#,
-            "type",
-            "message_end"
-        ));
     }
 }

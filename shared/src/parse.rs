@@ -37,8 +37,10 @@ pub trait Dialect {
     /// that usage and the session id are still collected.
     fn line(&mut self, line: &[u8]) -> Result<(), String>;
 
-    /// Judges an unterminated, unparseable last line: `Err` when it identifies a row the dialect
-    /// would have read (the stream was cut mid-row), `Ok` when it identifies nothing.
+    /// Judges the bytes after the last newline of a stream that ended without one: a row whose
+    /// writer was cut off, even when the bytes happen to parse (the CLIs end every row with a
+    /// newline, and a stream cut just before it must not pass for a whole one). `Err` when they
+    /// identify a row the dialect reads, `Ok` when they identify nothing.
     fn cut_line(&self, tail: &[u8]) -> Result<(), String>;
 
     /// The verdict the stream proves, once it has ended.
@@ -110,6 +112,25 @@ pub struct ParseArgs {
     pub max_events: u64,
 }
 
+/// The part of every parser's `--help` that is the same for all: the envelope, the error
+/// classes and the exit statuses, followed by the tool's own examples.
+pub fn help_footer(examples: &str) -> String {
+    format!(
+        "\
+Output: {{\"gitmoot_result\": {{...}}|null, \"run\": {{runtime, ok, error: {{class, message, last_text}}|null,
+answer (null unless ok), session_id, provider, family, model, stop_reason,
+usage: {{input_tokens, output_tokens, cost_usd, source}}, process, lines, bytes}}}}
+
+Error classes (run.error.class): truncated, model_error, retry_exhausted, retry_open,
+no_agent_end, not_terminal, empty_answer, malformed_stream, no_result, invalid_result, process.
+
+Exit status: 0 the run succeeded; 1 the run or its result failed (the envelope says why);
+2 usage or I/O error.
+
+{examples}"
+    )
+}
+
 /// Runs a parser binary: reads stdin, prints the envelope or the answer, returns the status.
 pub fn run_parser<D: Dialect>(
     tool: &str,
@@ -123,7 +144,9 @@ pub fn run_parser<D: Dialect>(
             Ok(outcome) => parsed.fold_process(outcome),
             // The envelope must still be printed: an unknown outcome is a failed run, not a
             // lost one.
-            Err(e) => parsed.fold_bearing(Bearing::Killed(format!("{e:#}"))),
+            Err(e) => parsed.fold_bearing(Bearing::Killed(format!(
+                "the process outcome is unknown ({e:#})"
+            ))),
         },
         (None, Some(code)) => parsed.fold_process(ProcessOutcome::from_exit_code(code)),
         (None, None) => {}
@@ -202,11 +225,7 @@ pub fn parse<D: Dialect>(mut dialect: D, input: impl Read, args: &ParseArgs) -> 
             }
             Item::Tail(tail) => {
                 events += 1;
-                if is_complete_json(tail) {
-                    dialect.line(tail)
-                } else {
-                    dialect.cut_line(tail)
-                }
+                dialect.cut_line(tail)
             }
             Item::TooLong { len } => Err(format!(
                 "the line is {len} bytes, over the ceiling of {} bytes (--max-line-bytes)",
@@ -228,10 +247,6 @@ pub fn parse<D: Dialect>(mut dialect: D, input: impl Read, args: &ParseArgs) -> 
         lines: reader.lines(),
         bytes: reader.bytes(),
     })
-}
-
-fn is_complete_json(bytes: &[u8]) -> bool {
-    serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
 }
 
 impl Parsed {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use moot::parse::{run_parser, ParseArgs, EXIT_USAGE};
+use moot::parse::{help_footer, run_parser, ParseArgs, EXIT_USAGE};
 use moot::runtime::kimi::stream::Kimi;
 
 const TOOL: &str = "moot-parse-kimi";
@@ -14,7 +14,7 @@ const TOOL: &str = "moot-parse-kimi";
 /// gitmoot_result and a run report. Kimi prints no terminal event, so pass the process outcome
 /// (--exit-code or --status-file): a run it marks failed is failed whatever the stream shows.
 #[derive(Parser)]
-#[command(name = TOOL, version, after_help = EXAMPLES)]
+#[command(name = TOOL, version, after_help = help_footer(EXAMPLES))]
 struct Cli {
     #[command(flatten)]
     args: ParseArgs,
@@ -26,12 +26,6 @@ struct Cli {
 }
 
 const EXAMPLES: &str = "\
-Error classes (run.error.class): truncated, model_error, empty_answer, malformed_stream,
-no_result, invalid_result, process.
-
-Exit status: 0 the run succeeded; 1 the run or its result failed (the envelope says why);
-2 usage or I/O error.
-
 Examples:
   kimi --print --output-format stream-json -p \"$PROMPT\" 2>err.txt >run.ndjson
   moot-parse-kimi --exit-code $? --stderr-file err.txt < run.ndjson

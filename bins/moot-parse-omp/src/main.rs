@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use moot::parse::{run_parser, ParseArgs, EXIT_USAGE};
+use moot::parse::{help_footer, run_parser, ParseArgs, EXIT_USAGE};
 use moot::runtime::omp::stream::Omp;
 
 const TOOL: &str = "moot-parse-omp";
@@ -12,19 +12,13 @@ const TOOL: &str = "moot-parse-omp";
 /// validated gitmoot_result and a run report whose `ok` is derived from the stream, never from
 /// omp's exit status (omp exits 0 when a turn fails).
 #[derive(Parser)]
-#[command(name = TOOL, version, after_help = EXAMPLES)]
+#[command(name = TOOL, version, after_help = help_footer(EXAMPLES))]
 struct Cli {
     #[command(flatten)]
     args: ParseArgs,
 }
 
 const EXAMPLES: &str = "\
-Error classes (run.error.class): truncated, model_error, retry_exhausted, retry_open,
-no_agent_end, not_terminal, empty_answer, malformed_stream, no_result, invalid_result, process.
-
-Exit status: 0 the run succeeded; 1 the run or its result failed (the envelope says why);
-2 usage or I/O error.
-
 Examples:
   cat run.ndjson | moot-parse-omp
   moot-run --status-file s.json -- omp -p --mode=json ... | moot-parse-omp --status-file s.json

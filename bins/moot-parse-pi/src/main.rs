@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use moot::parse::{run_parser, ParseArgs, EXIT_USAGE};
+use moot::parse::{help_footer, run_parser, ParseArgs, EXIT_USAGE};
 use moot::runtime::pi::stream::{Pi, PiFlavor};
 
 const TOOL: &str = "moot-parse-pi";
@@ -12,7 +12,7 @@ const TOOL: &str = "moot-parse-pi";
 /// validated gitmoot_result and a run report whose `ok` is derived from the stream, never from
 /// pi's exit status (pi exits 0 even when the provider failed for good).
 #[derive(Parser)]
-#[command(name = TOOL, version, after_help = EXAMPLES)]
+#[command(name = TOOL, version, after_help = help_footer(EXAMPLES))]
 struct Cli {
     #[command(flatten)]
     args: ParseArgs,
@@ -25,12 +25,6 @@ struct Cli {
 }
 
 const EXAMPLES: &str = "\
-Error classes (run.error.class): truncated, model_error, retry_exhausted, retry_open,
-no_agent_end, not_terminal, empty_answer, malformed_stream, no_result, invalid_result, process.
-
-Exit status: 0 the run succeeded; 1 the run or its result failed (the envelope says why);
-2 usage or I/O error.
-
 Examples:
   cat run.ndjson | moot-parse-pi
   moot-run --status-file s.json -- pi -p --mode json ... | moot-parse-pi --status-file s.json

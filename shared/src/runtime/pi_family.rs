@@ -15,13 +15,14 @@
 
 use std::borrow::Cow;
 
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::Deserialize;
+use serde_json::error::Category;
 use serde_json::Value;
 
 use crate::envelope::{ErrorClass, Usage, UsageSource};
-use crate::ndjson::raw_field_is;
 use crate::parse::{Dialect, Facts, Failure, Verdict};
+use crate::sniff::{opening_type, raw_field_is, raw_type_among};
 
 /// The event types every member of the family writes and this module reads.
 pub const FAMILY_EVENTS: &[&str] = &[
@@ -49,8 +50,8 @@ pub trait Flavor {
     /// What an `agent_end` proves.
     fn agent_end(&mut self, end: Self::AgentEnd) -> AgentEnd;
 
-    /// Notes an event type of [`Flavor::LOAD_BEARING`] that the family does not share.
-    fn own_event(&mut self, kind: &str);
+    /// Reads an event type of [`Flavor::LOAD_BEARING`] that the family does not share.
+    fn own_event(&mut self, kind: &str, line: &[u8]) -> Result<(), String>;
 
     /// The runtime family of the provider that answered (see [`family_of`]).
     fn family(provider: &str) -> String {
@@ -160,39 +161,54 @@ impl<F: Flavor> Dialect for PiFamily<F> {
     const RUNTIME: &'static str = F::RUNTIME;
 
     fn line(&mut self, line: &[u8]) -> Result<(), String> {
-        if is_skippable_at_a_glance(line, F::LOAD_BEARING) {
-            return Ok(());
-        }
-        let kind = match serde_json::from_slice::<Head>(line) {
-            Ok(head) => head.kind,
-            Err(_) => return self.unidentified(line),
-        };
-        let Some(kind) = kind.filter(|k| F::LOAD_BEARING.contains(&k.as_ref())) else {
-            return Ok(());
+        let kind = match opening_type(line).and_then(|kind| std::str::from_utf8(kind).ok()) {
+            // The hot path: most lines of a long run are message_update deltas and tool
+            // output. One whose type is not read, and that cannot be a malformed assistant
+            // message_end, is skipped without decoding, exactly as a decode would skip it.
+            Some(kind) if !F::LOAD_BEARING.contains(&kind) => {
+                if memchr::memmem::find(line, b"message_end\"").is_none() {
+                    return Ok(());
+                }
+                return match serde_json::from_slice::<Head>(line) {
+                    Ok(_) => Ok(()),
+                    Err(_) => unidentified::<F>(line),
+                };
+            }
+            Some(kind) => Cow::Borrowed(kind),
+            None => match serde_json::from_slice::<Head>(line) {
+                Ok(Head { kind: Some(kind) }) => kind,
+                Ok(Head { kind: None }) => return Ok(()),
+                Err(_) => return unidentified::<F>(line),
+            },
         };
         match kind.as_ref() {
-            "session" => self.session(decode::<F, _>(line, "session")?),
+            "session" => decode::<F, _>(line, "session")?.map(|row| self.session(row)),
             "message_end" => self.message_end(line)?,
-            "auto_retry_start" => self.retry_start(decode::<F, _>(line, "auto_retry_start")?),
-            "auto_retry_end" => self.retry_end(decode::<F, _>(line, "auto_retry_end")?),
-            "agent_end" => {
-                let end = self.flavor.agent_end(decode::<F, _>(line, "agent_end")?);
-                self.agent_end(end);
+            "auto_retry_start" => {
+                decode::<F, _>(line, "auto_retry_start")?.map(|row| self.retry_start(row))
             }
-            own => self.flavor.own_event(own),
-        }
+            "auto_retry_end" => {
+                decode::<F, _>(line, "auto_retry_end")?.map(|row| self.retry_end(row))
+            }
+            "agent_end" => decode::<F, F::AgentEnd>(line, "agent_end")?.map(|row| {
+                let end = self.flavor.agent_end(row);
+                self.agent_end(end);
+            }),
+            own if F::LOAD_BEARING.contains(&own) => {
+                self.flavor.own_event(own, line)?;
+                None
+            }
+            _ => None,
+        };
         Ok(())
     }
 
     fn cut_line(&self, tail: &[u8]) -> Result<(), String> {
-        match F::LOAD_BEARING
-            .iter()
-            .find(|kind| raw_field_is(tail, "type", kind))
-        {
+        match raw_type_among(tail, F::LOAD_BEARING) {
             Some(kind) => Err(format!(
-                "the stream ended in the middle of a {kind} event (the CLI died mid-write)"
+                "the stream ended in the middle of an event of type {kind} (the CLI died mid-write)"
             )),
-            None => self.unidentified(tail),
+            None => unidentified::<F>(tail),
         }
     }
 
@@ -228,21 +244,26 @@ impl<F: Flavor> PiFamily<F> {
         }
     }
 
-    fn message_end(&mut self, line: &[u8]) -> Result<(), String> {
-        let event = match serde_json::from_slice::<MessageEnd<'_>>(line) {
-            Ok(event) => event,
-            Err(e) => return message_end_undecodable::<F>(line, &e),
+    /// The role decides whether the row is read at all, so it is probed first: user, developer,
+    /// custom and tool-result messages (often MiBs of tool output, with legally string content)
+    /// are then skipped without being decoded or copied.
+    fn message_end(&mut self, line: &[u8]) -> Result<Option<()>, String> {
+        let role = match serde_json::from_slice::<RoleProbe<'_>>(line) {
+            Ok(probe) => probe.message.and_then(|message| message.role),
+            Err(e) if is_syntax(&e) => return unidentified::<F>(line).map(|()| None),
+            Err(e) => return Err(drift::<F>("message_end", &e)),
         };
-        let Some(message) = event.message else {
-            return Err(no_role::<F>());
-        };
-        match message.role.as_deref() {
+        match role.as_deref() {
             None => Err(no_role::<F>()),
             Some("assistant") => {
-                self.assistant(message);
-                Ok(())
+                let event: MessageEnd<'_> =
+                    serde_json::from_slice(line).map_err(|e| drift::<F>("message_end", &e))?;
+                if let Some(message) = event.message {
+                    self.assistant(message);
+                }
+                Ok(Some(()))
             }
-            Some(_) => Ok(()),
+            Some(_) => Ok(None),
         }
     }
 
@@ -373,7 +394,7 @@ impl<F: Flavor> PiFamily<F> {
         if final_blank && (self.saw_text || last.is_some_and(|m| m.has_tool_call)) {
             return Some(Failure::new(
                 ErrorClass::Truncated,
-                format!("TRUNCATED: {rt}'s final assistant message carried no text (it held a tool call it never answered)"),
+                format!("TRUNCATED: {rt}'s final assistant message carried no text (a tool call it never answered, or a turn cut short)"),
             ));
         }
         if final_blank {
@@ -402,15 +423,6 @@ impl<F: Flavor> PiFamily<F> {
         };
         (self.summed, source)
     }
-
-    /// A line that is not a readable event at all. It is skipped, unless it still identifies
-    /// itself as an assistant message_end: that row may have been the failed final turn.
-    fn unidentified(&self, line: &[u8]) -> Result<(), String> {
-        if raw_field_is(line, "type", "message_end") && raw_field_is(line, "role", "assistant") {
-            return Err(format!("{} stream carried a MALFORMED assistant message_end (envelope drift): the final turn may be lost", F::RUNTIME));
-        }
-        Ok(())
-    }
 }
 
 fn turn_failure<F: Flavor>(reason: &str, message: Option<&str>, status: Option<&Value>) -> Failure {
@@ -432,15 +444,26 @@ fn turn_failure<F: Flavor>(reason: &str, message: Option<&str>, status: Option<&
     )
 }
 
-/// Decodes a load-bearing row, or names it as drift.
-fn decode<'a, F: Flavor, T: Deserialize<'a>>(line: &'a [u8], kind: &str) -> Result<T, String> {
-    serde_json::from_slice(line).map_err(|e| drift::<F>(kind, &e))
+/// Decodes one load-bearing row. A row that is not even JSON identifies nothing and gets the
+/// garbage rule; valid JSON of the wrong shape is drift and fails the run.
+pub fn decode<'a, F: Flavor, T: Deserialize<'a>>(
+    line: &'a [u8],
+    kind: &str,
+) -> Result<Option<T>, String> {
+    match serde_json::from_slice(line) {
+        Ok(row) => Ok(Some(row)),
+        Err(e) if is_syntax(&e) => unidentified::<F>(line).map(|()| None),
+        Err(e) => Err(drift::<F>(kind, &e)),
+    }
 }
 
-/// The message of a load-bearing row that did not decode.
+fn is_syntax(e: &serde_json::Error) -> bool {
+    matches!(e.classify(), Category::Syntax | Category::Eof)
+}
+
 fn drift<F: Flavor>(kind: &str, e: &serde_json::Error) -> String {
     format!(
-        "{} stream carried a {kind} event this parser could not decode (envelope drift): {e}",
+        "{} stream carried an event of type {kind} that this parser could not decode (envelope drift): {e}",
         F::RUNTIME
     )
 }
@@ -449,34 +472,13 @@ fn no_role<F: Flavor>() -> String {
     format!("{} stream carried a message_end with no role (envelope drift): the parser cannot tell whether it was the answer", F::RUNTIME)
 }
 
-/// A message_end that does not decode is skipped only when it is provably not an assistant
-/// message: user, developer and custom messages carry string content legally.
-fn message_end_undecodable<F: Flavor>(line: &[u8], e: &serde_json::Error) -> Result<(), String> {
-    match serde_json::from_slice::<RoleProbe<'_>>(line) {
-        Ok(RoleProbe {
-            message: Some(RoleOnly { role: Some(role) }),
-        }) if role != "assistant" => Ok(()),
-        _ => Err(drift::<F>("message_end", e)),
+/// A line that is not a readable event at all. It is skipped, unless it still identifies itself
+/// as an assistant message_end: that row may have been the failed final turn.
+fn unidentified<F: Flavor>(line: &[u8]) -> Result<(), String> {
+    if raw_field_is(line, "type", "message_end") && raw_field_is(line, "role", "assistant") {
+        return Err(format!("{} stream carried a MALFORMED assistant message_end (envelope drift): the final turn may be lost", F::RUNTIME));
     }
-}
-
-/// The hot path: most lines of a long run are `message_update` deltas and tool output. A line
-/// that opens with a `type` outside the load-bearing set and never mentions `message_end"` is
-/// skipped whatever else it holds, exactly as the full reading would skip it, without decoding.
-fn is_skippable_at_a_glance(line: &[u8], load_bearing: &[&str]) -> bool {
-    const OPENING: &[u8] = b"{\"type\":\"";
-    let Some(rest) = line.strip_prefix(OPENING) else {
-        return false;
-    };
-    let Some(end) = memchr::memchr2(b'"', b'\\', rest) else {
-        return false;
-    };
-    if rest[end] != b'"' {
-        return false;
-    }
-    let kind = &rest[..end];
-    !load_bearing.iter().any(|k| k.as_bytes() == kind)
-        && memchr::memmem::find(line, b"message_end\"").is_none()
+    Ok(())
 }
 
 // Wire shapes: only the fields the rules read. Unknown fields are ignored; a field that is read
@@ -490,12 +492,18 @@ struct Head<'a> {
 
 #[derive(Deserialize)]
 struct Session<'a> {
+    /// Declared so that a row naming its type twice fails to decode instead of being guessed.
+    #[serde(rename = "type")]
+    _kind: Option<IgnoredAny>,
     #[serde(borrow)]
     id: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
 struct MessageEnd<'a> {
+    /// Declared so that a row naming its type twice fails to decode instead of being guessed.
+    #[serde(rename = "type")]
+    _kind: Option<IgnoredAny>,
     #[serde(borrow)]
     message: Option<Message<'a>>,
 }
@@ -503,8 +511,6 @@ struct MessageEnd<'a> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Message<'a> {
-    #[serde(borrow)]
-    role: Option<Cow<'a, str>>,
     #[serde(borrow)]
     content: Option<Vec<Part<'a>>>,
     usage: Option<MessageUsage>,
@@ -539,12 +545,14 @@ struct MessageUsage {
 
 #[derive(Deserialize)]
 struct RoleProbe<'a> {
+    #[serde(rename = "type")]
+    _kind: Option<IgnoredAny>,
     #[serde(borrow)]
-    message: Option<RoleOnly<'a>>,
+    message: Option<MessageRole<'a>>,
 }
 
 #[derive(Deserialize)]
-struct RoleOnly<'a> {
+struct MessageRole<'a> {
     #[serde(borrow)]
     role: Option<Cow<'a, str>>,
 }
@@ -552,6 +560,9 @@ struct RoleOnly<'a> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RetryStart<'a> {
+    /// Declared so that a row naming its type twice fails to decode instead of being guessed.
+    #[serde(rename = "type")]
+    _kind: Option<IgnoredAny>,
     #[serde(rename = "attempt")]
     _attempt: Option<u64>,
     #[serde(borrow)]
@@ -561,6 +572,9 @@ struct RetryStart<'a> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RetryEnd<'a> {
+    /// Declared so that a row naming its type twice fails to decode instead of being guessed.
+    #[serde(rename = "type")]
+    _kind: Option<IgnoredAny>,
     success: Option<bool>,
     #[serde(borrow)]
     final_error: Option<Cow<'a, str>>,
@@ -578,33 +592,5 @@ mod tests {
         assert_eq!(family_of("pi", "kimi-code"), "kimi");
         assert_eq!(family_of("pi", "google"), "pi:google");
         assert_eq!(family_of("omp", "devin"), "omp:devin");
-    }
-
-    #[test]
-    fn glance_skips_only_unread_types() {
-        let read = FAMILY_EVENTS;
-        assert!(is_skippable_at_a_glance(
-            br#"{"type":"message_update","x":1}"#,
-            read
-        ));
-        assert!(!is_skippable_at_a_glance(
-            br#"{"type":"message_end","x":1}"#,
-            read
-        ));
-        assert!(!is_skippable_at_a_glance(br#"{"type":"agent_end"}"#, read));
-        assert!(!is_skippable_at_a_glance(
-            br#"{"type":"notice","m":"message_end\""}"#,
-            read
-        ));
-        assert!(!is_skippable_at_a_glance(br#"{ "type":"notice"}"#, read));
-        assert!(!is_skippable_at_a_glance(br#"{"type":"a\"b"}"#, read));
-        assert!(is_skippable_at_a_glance(
-            br#"{"type":"agent_settled"}"#,
-            read
-        ));
-        assert!(!is_skippable_at_a_glance(
-            br#"{"type":"agent_settled"}"#,
-            &["agent_settled"]
-        ));
     }
 }

@@ -1,23 +1,26 @@
 //! Kimi's `--output-format stream-json` output, read into a verdict. One reader serves both
 //! CLIs, because they print the same role/content lines:
 //!
-//! - Kimi Code (`kimi -p … --output-format stream-json`) prints one assistant line per step
-//!   (`content` a string, `tool_calls` OpenAI-style), `{"role":"tool",…}` results, `role:"meta"`
-//!   lines (`session.resume_hint` with the `session_id`, `turn.step.retrying`,
-//!   `system.version`) and `{"type":"error","code","message","retryable"}` events.
+//! - Kimi Code (`kimi -p … --output-format stream-json`, npm `@moonshot-ai/kimi-code`, 2.1.0
+//!   captured) prints one assistant line per step (`content` a string, `tool_calls`
+//!   OpenAI-style), `{"role":"tool",…}` results and `role:"meta"` lines: `system.version` first,
+//!   `turn.step.retrying` for each provider retry, and `session.resume_hint` with the
+//!   `session_id`, which it writes only once the prompt has completed. Its fatal errors go to
+//!   stderr (`error: failed to run prompt: provider.api_error: …`, exit 1); a
+//!   `{"type":"error","code","message","retryable"}` event on stdout is read too.
 //! - The legacy kimi-cli (`kimi --print --output-format stream-json`, PyPI, 1.51.0 captured)
-//!   prints the same lines (`content` a string or parts: `text`, and `think`, which never
-//!   reaches the answer), but its errors are plain text on stdout, folded at 80 columns
-//!   (`Error code: 500 - {…}`), with exit status 75 (retryable: 429, 5xx, timeouts, an empty
-//!   response) or 1, and its session id is on stderr only (`To resume this session: kimi -r
-//!   <id>`, read with [`Kimi::with_stderr_file`]).
+//!   prints the same role/content lines (`content` a string or parts: `text`, and `think`,
+//!   which never reaches the answer) and no meta line; its errors are plain text on stdout,
+//!   folded at 80 columns (`Error code: 500 - {…}`), with exit status 75 (retryable: 429, 5xx,
+//!   timeouts, an empty response) or 1, and its session id is on stderr only.
 //!
-//! Neither prints a terminal event, a stop reason or (so far) usage: a kill, a length cut or a
-//! dropped provider stream can leave a stream that looks finished. So the process outcome
-//! (`--exit-code`/`--status-file`) is part of every real verdict, and the stream adds what it
-//! proves: the CLI's own error text or event, a final message that only called tools, no answer.
-//! A failure is reported in the CLI's own words, never classified from them (no "authentication
-//! required" label: kimi relays its tools' output on the same streams, gitmoot #1857).
+//! Neither prints a stop reason or (so far) usage, and the legacy CLI no terminal event at all:
+//! a kill, a length cut or a dropped provider stream can leave a stream that looks finished. So
+//! the process outcome (`--exit-code`/`--status-file`) is part of every real verdict, and the
+//! stream adds what it proves: the CLI's own error text, a retry still pending, a Kimi Code run
+//! that never completed, a final message that only called tools, no answer. A failure is
+//! reported in the CLI's own words, never classified from them (no "authentication required"
+//! label: kimi relays its tools' output on the same streams, gitmoot #1857).
 //!
 //! There is no glance fast path: kimi prints whole messages, not deltas, and an unparseable line
 //! is the CLI's own text, which only a full JSON read can tell apart from a row.
@@ -30,8 +33,9 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use crate::envelope::{ErrorClass, Usage, UsageSource};
-use crate::ndjson::{raw_field_is, Item, LineReader};
+use crate::ndjson::{Item, LineReader};
 use crate::parse::{Dialect, Facts, Failure, Verdict};
+use crate::sniff::raw_field_is;
 
 /// Rich, which prints the legacy CLI's errors, folds them at this width when stdout is not a
 /// terminal; a plain line exactly this wide continues on the next one.
@@ -46,6 +50,12 @@ const MAX_STDERR_LINE: usize = 64 * 1024;
 /// The prefix of the resume hint, on stdout (Kimi Code) and stderr (both CLIs).
 const RESUME_HINT: &str = "To resume this session: kimi -r ";
 
+/// How Kimi Code opens the fatal error it prints on stderr before exiting 1.
+const STDERR_ERROR: &str = "error: ";
+
+/// The line Kimi Code prints after its fatal error, which is not part of it.
+const STDERR_LOG_POINTER: &str = "See log: ";
+
 /// The kimi dialect's state while the stream is read.
 #[derive(Debug, Default)]
 pub struct Kimi {
@@ -59,6 +69,28 @@ pub struct Kimi {
     /// The CLI's own plain text on stdout, unfolded.
     plain: PlainText,
     usage: Option<Tokens>,
+    /// A `role:"meta"` line was seen: the stream is Kimi Code's.
+    kimi_code: bool,
+    /// Kimi Code wrote its `session.resume_hint`, which it does only once the prompt completed.
+    completed: bool,
+    /// The last `turn.step.retrying` not followed by an assistant line.
+    retrying: Option<Retry>,
+}
+
+/// A provider retry Kimi Code announced.
+#[derive(Debug, Default)]
+struct Retry {
+    next_attempt: Option<u64>,
+    max_attempts: Option<u64>,
+    error: String,
+}
+
+/// What the CLI's stderr says.
+#[derive(Debug, Default)]
+struct StderrFacts {
+    session_id: Option<String>,
+    /// Kimi Code's fatal error, verbatim.
+    error: Option<String>,
 }
 
 /// What the verdict needs of one assistant line.
@@ -74,12 +106,18 @@ struct Tokens {
     output: u64,
 }
 
+/// Text kept for a failure message, bounded so a CLI printing megabytes cannot exhaust memory.
+#[derive(Debug, Default)]
+struct BoundedText {
+    text: String,
+    clipped: bool,
+}
+
 /// The CLI's plain-text lines, joined back where Rich folded them.
 #[derive(Debug, Default)]
 struct PlainText {
-    text: String,
+    text: BoundedText,
     last_width: usize,
-    clipped: bool,
 }
 
 impl Kimi {
@@ -104,8 +142,17 @@ impl Dialect for Kimi {
         };
         match (head.role.as_deref(), head.kind.as_deref()) {
             (Some("assistant"), _) => self.assistant(decode(line, "an assistant message")?),
-            (Some("meta"), Some("session.resume_hint")) => {
-                self.resume_hint(decode(line, "a session.resume_hint line")?)
+            (Some("meta"), kind) => {
+                self.kimi_code = true;
+                match kind {
+                    Some("session.resume_hint") => {
+                        self.resume_hint(decode(line, "a session.resume_hint line")?)
+                    }
+                    Some("turn.step.retrying") => {
+                        self.retry(decode(line, "a turn.step.retrying line")?)
+                    }
+                    _ => {}
+                }
             }
             (None, Some("error")) => self.error_event(decode(line, "an error event")?),
             _ => {}
@@ -113,11 +160,17 @@ impl Dialect for Kimi {
         Ok(())
     }
 
+    /// Every kimi line ends with a newline, so bytes after the last one were cut mid-write,
+    /// even when they parse: a row this reader needs, or the CLI's own text, fails the run;
+    /// the start of any other JSON row identifies nothing and is skipped.
     fn cut_line(&self, tail: &[u8]) -> Result<(), String> {
         if let Some(row) = identified_row(tail) {
             return Err(format!(
                 "the stream ended in the middle of {row} (the CLI died mid-write)"
             ));
+        }
+        if opens_like_json(tail) {
+            return Ok(());
         }
         Err(format!(
             "the stream ended in the middle of a line of kimi's own text (the CLI died mid-write): {}",
@@ -126,8 +179,14 @@ impl Dialect for Kimi {
     }
 
     fn finish(mut self) -> Verdict {
-        let stderr_problem = self.read_stderr_file().err();
-        let outcome = self.judge().or(stderr_problem);
+        let (stderr, stderr_problem) = match self.read_stderr_file() {
+            Ok(facts) => (facts, None),
+            Err(problem) => (StderrFacts::default(), Some(problem)),
+        };
+        if self.session_id.is_none() {
+            self.session_id = stderr.session_id;
+        }
+        let outcome = self.judge(stderr.error.as_deref()).or(stderr_problem);
         let last = self.last.unwrap_or_default();
         Verdict {
             facts: Facts {
@@ -156,6 +215,7 @@ impl Dialect for Kimi {
 impl Kimi {
     fn assistant(&mut self, line: AssistantLine<'_>) {
         self.note_usage(line.usage);
+        self.retrying = None;
         let mut message = Message::default();
         match line.content {
             Some(Content::Text(text)) => message.text.push_str(&text),
@@ -187,9 +247,18 @@ impl Kimi {
     }
 
     fn resume_hint(&mut self, line: ResumeHint<'_>) {
+        self.completed = true;
         if let Some(id) = line.session_id.filter(|id| !id.is_empty()) {
             self.session_id = Some(id.into_owned());
         }
+    }
+
+    fn retry(&mut self, line: RetryLine<'_>) {
+        self.retrying = Some(Retry {
+            next_attempt: line.next_attempt,
+            max_attempts: line.max_attempts,
+            error: line.error_message.map(Cow::into_owned).unwrap_or_default(),
+        });
     }
 
     fn error_event(&mut self, event: ErrorEvent<'_>) {
@@ -229,13 +298,49 @@ impl Kimi {
     }
 
     /// The verdict, most specific first (an unreadable row, which outranks all of these, is
-    /// applied by the parse driver; the process outcome is folded in after).
-    fn judge(&self) -> Option<Failure> {
-        if let Some(error) = &self.error_event {
-            return Some(Failure::new(ErrorClass::ModelError, error.clone()));
+    /// applied by the parse driver; the process outcome is folded in after). Kimi Code's
+    /// stderr error counts only for a run that never completed: on a completed one, an
+    /// `error:` line on stderr is a tool's output that Kimi Code relayed.
+    fn judge(&self, stderr_error: Option<&str>) -> Option<Failure> {
+        let own_words = self
+            .error_event
+            .clone()
+            .or_else(|| (!self.plain.is_empty()).then(|| self.plain.message()))
+            .or_else(|| stderr_error.filter(|_| !self.completed).map(str::to_string));
+        if let Some(text) = own_words {
+            return Some(match &self.retrying {
+                Some(retry) => Failure::new(
+                    ErrorClass::RetryExhausted,
+                    match retry.attempt() {
+                        Some(attempt) => format!("{text} (kimi gave up retrying after {attempt})"),
+                        None => format!("{text} (kimi gave up retrying)"),
+                    },
+                ),
+                None => Failure::new(ErrorClass::ModelError, text),
+            });
         }
-        if !self.plain.text.is_empty() {
-            return Some(Failure::new(ErrorClass::ModelError, self.plain.message()));
+        if let Some(retry) = &self.retrying {
+            let cause = if retry.error.trim().is_empty() {
+                String::new()
+            } else {
+                format!(" after: {}", retry.error)
+            };
+            let pending = retry
+                .attempt()
+                .map(|attempt| format!(" ({attempt} pending)"))
+                .unwrap_or_default();
+            return Some(Failure::new(
+                ErrorClass::RetryOpen,
+                format!(
+                    "kimi stream ended while Kimi Code was retrying the provider{pending}{cause}"
+                ),
+            ));
+        }
+        if self.kimi_code && !self.completed {
+            return Some(Failure::new(
+                ErrorClass::NoAgentEnd,
+                "kimi stream ended without a session.resume_hint: Kimi Code writes it only once the prompt has completed, so this run did not (it failed, was killed or was cut off)",
+            ));
         }
         let Some(last) = &self.last else {
             return Some(Failure::new(
@@ -261,56 +366,84 @@ impl Kimi {
         None
     }
 
-    /// Takes the session id from the last resume hint on stderr, when the stream named none.
-    fn read_stderr_file(&mut self) -> Result<(), Failure> {
+    /// Reads the CLI's stderr once stdin has ended: the last resume hint, and the last fatal
+    /// error Kimi Code printed (its `error:` line and what follows, up to `See log:`).
+    fn read_stderr_file(&self) -> Result<StderrFacts, Failure> {
+        let mut facts = StderrFacts::default();
         let Some(path) = &self.stderr_file else {
-            return Ok(());
+            return Ok(facts);
         };
         let cannot_read = |e: std::io::Error| {
             Failure::new(
                 ErrorClass::Process,
                 format!(
-                    "cannot read --stderr-file {}: {e}; the session id kimi prints there is lost",
+                    "cannot read --stderr-file {}: {e}; the session id and errors kimi prints there are lost",
                     path.display()
                 ),
             )
         };
         let file = File::open(path).map_err(cannot_read)?;
         let mut reader = LineReader::new(file, MAX_STDERR_LINE);
-        let mut found = None;
+        let mut error: Option<BoundedText> = None;
+        let mut in_error = false;
         while let Some(item) = reader.next_item().map_err(cannot_read)? {
-            if let Item::Line(line) | Item::Tail(line) = item {
-                if let Some(id) = resume_hint_id(line) {
-                    found = Some(id);
+            let (Item::Line(raw) | Item::Tail(raw)) = item else {
+                continue;
+            };
+            let decoded = String::from_utf8_lossy(raw);
+            let line = strip_ansi(&decoded);
+            let line = line.trim_end();
+            if let Some(id) = resume_hint_id(line) {
+                facts.session_id = Some(id);
+                in_error = false;
+            } else if line.starts_with(STDERR_ERROR) {
+                let mut text = BoundedText::default();
+                text.push(None, line);
+                error = Some(text);
+                in_error = true;
+            } else if line.starts_with(STDERR_LOG_POINTER) {
+                in_error = false;
+            } else if in_error && !line.trim().is_empty() {
+                if let Some(text) = error.as_mut() {
+                    text.push(Some('\n'), line);
                 }
             }
         }
-        if self.session_id.is_none() {
-            self.session_id = found;
-        }
-        Ok(())
+        facts.error = error.map(|text| text.message());
+        Ok(facts)
     }
 }
 
-impl PlainText {
-    fn push(&mut self, line: &str) {
+impl Retry {
+    /// `attempt 10 of 10`, as far as Kimi Code said.
+    fn attempt(&self) -> Option<String> {
+        match (self.next_attempt, self.max_attempts) {
+            (Some(next), Some(max)) => Some(format!("attempt {next} of {max}")),
+            (Some(next), None) => Some(format!("attempt {next}")),
+            _ => None,
+        }
+    }
+}
+
+impl BoundedText {
+    /// Appends `piece`, after `separator` unless the text is empty.
+    fn push(&mut self, separator: Option<char>, piece: &str) {
         if self.clipped {
             return;
         }
-        if !self.text.is_empty() && self.last_width != FOLD_WIDTH {
-            self.text.push('\n');
+        if let Some(separator) = separator.filter(|_| !self.text.is_empty()) {
+            self.text.push(separator);
         }
-        self.last_width = line.chars().count();
         let room = MAX_PLAIN_TEXT.saturating_sub(self.text.len());
-        if line.len() <= room {
-            self.text.push_str(line);
+        if piece.len() <= room {
+            self.text.push_str(piece);
             return;
         }
         let cut = (0..=room)
             .rev()
-            .find(|at| line.is_char_boundary(*at))
+            .find(|at| piece.is_char_boundary(*at))
             .unwrap_or(0);
-        self.text.push_str(&line[..cut]);
+        self.text.push_str(&piece[..cut]);
         self.clipped = true;
     }
 
@@ -323,10 +456,49 @@ impl PlainText {
     }
 }
 
+impl PlainText {
+    fn push(&mut self, line: &str) {
+        let separator = (self.last_width != FOLD_WIDTH).then_some('\n');
+        self.text.push(separator, line);
+        self.last_width = line.chars().count();
+    }
+
+    fn is_empty(&self) -> bool {
+        self.text.text.is_empty()
+    }
+
+    fn message(&self) -> String {
+        self.text.message()
+    }
+}
+
+/// Drops ANSI escape sequences (CSI `ESC [ … final`), which a CLI writing to a terminal-like
+/// stderr may colour its error with.
+fn strip_ansi(text: &str) -> Cow<'_, str> {
+    if !text.contains('\u{1b}') {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        if chars.next() == Some('[') {
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) {
+                    break;
+                }
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// The session id of a `To resume this session: kimi -r <id>` line.
-fn resume_hint_id(line: &[u8]) -> Option<String> {
-    let text = std::str::from_utf8(line).ok()?;
-    let (_, rest) = text.split_once(RESUME_HINT)?;
+fn resume_hint_id(line: &str) -> Option<String> {
+    let (_, rest) = line.split_once(RESUME_HINT)?;
     let id = rest.split_whitespace().next()?;
     Some(id.to_string())
 }
@@ -334,13 +506,15 @@ fn resume_hint_id(line: &[u8]) -> Option<String> {
 /// Which row a broken line still identifies itself as, if any: only a line that opens like a
 /// JSON object counts, so the CLI's own text quoting a provider's JSON is never mistaken.
 fn identified_row(raw: &[u8]) -> Option<&'static str> {
-    if !raw.trim_ascii_start().starts_with(b"{") {
+    if !opens_like_json(raw) {
         return None;
     }
     if raw_field_is(raw, "role", "assistant") {
         Some("an assistant message")
     } else if raw_field_is(raw, "type", "session.resume_hint") {
         Some("a session.resume_hint line")
+    } else if raw_field_is(raw, "type", "turn.step.retrying") {
+        Some("a turn.step.retrying line")
     } else if raw_field_is(raw, "type", "error") {
         Some("an error event")
     } else {
@@ -357,6 +531,10 @@ fn unidentified(line: &[u8]) -> Result<(), String> {
         )),
         None => Ok(()),
     }
+}
+
+fn opens_like_json(raw: &[u8]) -> bool {
+    raw.trim_ascii_start().starts_with(b"{")
 }
 
 fn is_json(line: &[u8]) -> bool {
@@ -425,6 +603,14 @@ struct ResumeHint<'a> {
 }
 
 #[derive(Deserialize)]
+struct RetryLine<'a> {
+    next_attempt: Option<u64>,
+    max_attempts: Option<u64>,
+    #[serde(borrow)]
+    error_message: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
 struct ErrorEvent<'a> {
     #[serde(borrow)]
     code: Option<Cow<'a, str>>,
@@ -448,15 +634,15 @@ mod tests {
     #[test]
     fn resume_hint_ids() {
         assert_eq!(
-            resume_hint_id(b"To resume this session: kimi -r 0b29b32c-c9af-4ef7"),
+            resume_hint_id("To resume this session: kimi -r 0b29b32c-c9af-4ef7"),
             Some("0b29b32c-c9af-4ef7".into())
         );
         assert_eq!(
-            resume_hint_id(b"  To resume this session: kimi -r session_x  "),
+            resume_hint_id("  To resume this session: kimi -r session_x  "),
             Some("session_x".into())
         );
-        assert_eq!(resume_hint_id(b"To resume this session: kimi -r "), None);
-        assert_eq!(resume_hint_id(b"kimi -r abc"), None);
+        assert_eq!(resume_hint_id("To resume this session: kimi -r "), None);
+        assert_eq!(resume_hint_id("kimi -r abc"), None);
     }
 
     #[test]
@@ -475,8 +661,17 @@ mod tests {
         let long = "é".repeat(MAX_PLAIN_TEXT);
         plain.push(&long);
         plain.push("more");
-        assert!(plain.text.len() <= MAX_PLAIN_TEXT);
+        assert!(plain.text.text.len() <= MAX_PLAIN_TEXT);
         assert!(plain.message().ends_with(" […]"));
+    }
+
+    #[test]
+    fn ansi_colour_is_dropped() {
+        assert_eq!(
+            strip_ansi("\u{1b}[38;2;232;92;92merror: failed\u{1b}[39m"),
+            "error: failed"
+        );
+        assert_eq!(strip_ansi("plain"), "plain");
     }
 
     #[test]

@@ -44,7 +44,9 @@ impl Flavor for OmpFlavor {
     }
 
     /// omp writes no load-bearing event type beyond the family's.
-    fn own_event(&mut self, _kind: &str) {}
+    fn own_event(&mut self, _kind: &str, _line: &[u8]) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 // Wire shapes: only the fields the rules read.
@@ -52,6 +54,9 @@ impl Flavor for OmpFlavor {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OmpAgentEnd {
+    /// Declared so that a row naming its type twice fails to decode instead of being guessed.
+    #[serde(rename = "type")]
+    _kind: Option<IgnoredAny>,
     is_terminal: Option<bool>,
     telemetry: Option<Telemetry>,
     #[serde(rename = "messages")]

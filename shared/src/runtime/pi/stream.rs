@@ -19,7 +19,7 @@ use serde::Deserialize;
 
 use crate::envelope::ErrorClass;
 use crate::parse::Failure;
-use crate::runtime::pi_family::{AgentEnd, Assistant, Flavor, PiFamily, Tokens};
+use crate::runtime::pi_family::{self, AgentEnd, Assistant, Flavor, PiFamily, Tokens};
 
 /// The pi dialect.
 pub type Pi = PiFamily<PiFlavor>;
@@ -67,13 +67,14 @@ impl Flavor for PiFlavor {
         }
     }
 
-    /// `agent_settled` (the only type of LOAD_BEARING the family does not read) carries no
-    /// field: being an object with that type is all there is to decode.
-    fn own_event(&mut self, kind: &str) {
-        if kind == "agent_settled" {
+    /// `agent_settled` is the only type of LOAD_BEARING the family does not read itself; it
+    /// carries no field, but it must still be a well-formed row to count.
+    fn own_event(&mut self, kind: &str, line: &[u8]) -> Result<(), String> {
+        if pi_family::decode::<Self, AgentSettled>(line, kind)?.is_some() {
             self.settles = true;
             self.settled = true;
         }
+        Ok(())
     }
 
     fn unfinished(&self) -> Option<Failure> {
@@ -101,7 +102,17 @@ impl Flavor for PiFlavor {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PiAgentEnd {
+    /// Declared so that a row naming its type twice fails to decode instead of being guessed.
+    #[serde(rename = "type")]
+    _kind: Option<IgnoredAny>,
     will_retry: Option<bool>,
     #[serde(rename = "messages")]
     _messages: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct AgentSettled {
+    /// Declared so that a row naming its type twice fails to decode instead of being guessed.
+    #[serde(rename = "type")]
+    _kind: Option<IgnoredAny>,
 }

@@ -1,0 +1,169 @@
+//! moot-parse-omp as a command: --text, huge lines, draining stdin, usage errors.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use moot::testkit::{run, testdata};
+
+const BIN: &str = env!("CARGO_BIN_EXE_moot-parse-omp");
+
+fn case(name: &str) -> Vec<u8> {
+    std::fs::read(testdata().join("omp").join(format!("{name}.ndjson"))).unwrap()
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn text_mode_prints_only_the_answer() {
+    let out = run(BIN, &args(&["--text"]), &case("real-plain"));
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "I looked at the task and everything is in order.\n\n{\"gitmoot_result\":{\"decision\":\"approved\",\"summary\":\"done\",\"findings\":[],\"changes_made\":[],\"tests_run\":[],\"needs\":[],\"delegations\":[]}}\n"
+    );
+    assert!(out.stderr.is_empty());
+}
+
+#[test]
+fn text_mode_does_not_require_a_result() {
+    let out = run(BIN, &args(&["--text"]), &case("result-missing"));
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.stdout, b"Looks good to me, nothing to flag.\n");
+}
+
+#[test]
+fn text_mode_failure_prints_nothing_and_one_line() {
+    let out = run(BIN, &args(&["--text"]), &case("real-toolloop-maxtime"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "moot-parse-omp: truncated: TRUNCATED: omp's final assistant message stopped on \"toolUse\" instead of \"stop\", so its text is not a finished answer\n"
+    );
+}
+
+#[test]
+fn multi_line_provider_errors_stay_on_one_stderr_line() {
+    let out = run(BIN, &args(&["--text"]), &case("real-error"));
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("moot-parse-omp: retry_exhausted: omp gave up retrying"));
+}
+
+/// omp's agent_end re-serialises the transcript: multi-MiB lines are real and must parse.
+#[test]
+fn multi_mebibyte_lines_parse() {
+    let blob = "x".repeat(3 * 1024 * 1024);
+    let mut stream = String::from_utf8(case("success-minimal")).unwrap();
+    let tool = format!(
+        "{{\"type\":\"tool_execution_end\",\"toolCallId\":\"c\",\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{blob}\"}}]}}}}\n"
+    );
+    let end = format!(
+        "{{\"type\":\"agent_end\",\"messages\":[{{\"role\":\"toolResult\",\"content\":[{{\"type\":\"text\",\"text\":\"{blob}\"}}]}}],\"isTerminal\":true}}\n"
+    );
+    stream.insert_str(stream.find("{\"type\":\"message_end\"").unwrap(), &tool);
+    stream.push_str(&end);
+    let out = run(BIN, &[], stream.as_bytes());
+    let envelope: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(envelope["run"]["ok"], true, "{envelope}");
+    assert_eq!(envelope["run"]["bytes"], stream.len() as u64);
+}
+
+#[test]
+fn a_line_over_the_ceiling_fails_closed_and_the_rest_is_still_read() {
+    let mut stream = vec![b'{'; 3000];
+    stream.push(b'\n');
+    stream.extend_from_slice(&case("success-minimal"));
+    let out = run(BIN, &args(&["--max-line-bytes", "1000"]), &stream);
+    let envelope: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(envelope["run"]["error"]["class"], "malformed_stream");
+    assert_eq!(
+        envelope["run"]["error"]["message"],
+        "line 1: the line is 3000 bytes, over the ceiling of 1000 bytes (--max-line-bytes)"
+    );
+    assert_eq!(
+        envelope["run"]["session_id"],
+        "01a229c0-91fa-75fa-8206-38514f5ba04a"
+    );
+    assert_eq!(envelope["run"]["bytes"], stream.len() as u64);
+}
+
+/// The writer upstream must never block or see EPIPE: stdin is read to its end even after the
+/// verdict is settled.
+#[test]
+fn stdin_is_drained_to_eof() {
+    let mut child = Command::new(BIN)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        stdin.write_all(b"{\"type\":\"session\",\"id\":7}\n")?;
+        let filler = b"{\"type\":\"message_update\",\"delta\":\"0123456789abcdef\"}\n".repeat(4096);
+        for _ in 0..64 {
+            stdin.write_all(&filler)?;
+        }
+        Ok::<_, std::io::Error>(())
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().expect("every byte was accepted");
+    let envelope: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(envelope["run"]["error"]["class"], "malformed_stream");
+    assert_eq!(envelope["run"]["lines"], 1 + 64 * 4096);
+}
+
+#[test]
+fn a_closed_stdout_keeps_the_verdict_in_the_exit_status() {
+    let mut child = Command::new(BIN)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&case("no-agent-end"))
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+}
+
+#[test]
+fn unknown_flag_is_a_usage_error() {
+    let out = run(BIN, &args(&["--frobnicate"]), b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .contains("--frobnicate"));
+}
+
+#[test]
+fn exit_code_and_status_file_are_exclusive() {
+    let out = run(
+        BIN,
+        &args(&["--exit-code", "0", "--status-file", "s.json"]),
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn version_and_help() {
+    let version = run(BIN, &args(&["--version"]), b"");
+    assert_eq!(
+        String::from_utf8(version.stdout).unwrap(),
+        format!("moot-parse-omp {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    let help = String::from_utf8(run(BIN, &args(&["--help"]), b"").stdout).unwrap();
+    assert!(help.contains("Examples:") && help.contains("cat run.ndjson | moot-parse-omp"));
+}

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""moot's benchmarks, side by side in one run: `make bench` (never a timed test).
+
+Measures, with several repetitions and reporting medians and ratios:
+  * each parser over a pipe vs `cat FILE | wc -l` (the pipe limit) vs jq selecting the
+    load-bearing events, on generated 100 MiB and 1 GiB streams;
+  * peak RSS of each parser (/usr/bin/time -v) at both sizes;
+  * start-up time of every tool (`--version`, and a tiny input) vs /bin/true.
+Prints a Markdown report on stdout (BENCHMARKS.md holds a run of it).
+
+usage: bench.py [--reps N] [--sizes 100,1024] [--data DIR] [--bin DIR]
+"""
+import argparse
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+# Each parser, the dialect its stream generator writes, and what jq selects as its
+# load-bearing events (the work a naive shell pipeline would do).
+PARSERS = {
+    "omp": ("moot-parse-omp", 'select(.type=="message_end" or .type=="agent_end")'),
+}
+TOOLS = ["moot-parse-omp", "moot-render", "moot-run", "moot-sandbox", "moot-parse-kimi",
+         "moot-parse-claude", "moot-parse-codex", "moot-parse-pi"]
+
+
+def sh(cmd):
+    """Runs a shell command, returns wall seconds; fails loudly on a nonzero status."""
+    start = time.perf_counter()
+    proc = subprocess.run(["sh", "-c", cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    elapsed = time.perf_counter() - start
+    if proc.returncode not in (0, 1):  # parsers exit 1 on a failed run; that is still a run
+        sys.exit(f"bench: `{cmd}` exited {proc.returncode}: {proc.stderr.decode()[:300]}")
+    return elapsed
+
+
+def median_of(cmd, reps):
+    return statistics.median(sh(cmd) for _ in range(reps))
+
+
+def peak_rss_kib(cmd):
+    proc = subprocess.run(["/usr/bin/time", "-v", "sh", "-c", cmd],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    match = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)
+    return int(match.group(1)) if match else None
+
+
+def generate(dialect, size_mib, data):
+    path = os.path.join(data, f"{dialect}-{size_mib}m.ndjson")
+    if not os.path.exists(path):
+        subprocess.run([sys.executable, os.path.join(HERE, "gen-stream.py"), dialect,
+                        str(size_mib), path], check=True)
+    return path
+
+
+def longest_line(path):
+    longest = 0
+    with open(path, "rb") as f:
+        for line in f:
+            longest = max(longest, len(line))
+    return longest
+
+
+def startup(bin_dir, reps):
+    """Mean per-run wall time of many runs, so the spawn cost dominates the noise."""
+    tiny = os.path.join(ROOT, "testdata", "omp", "success-minimal.ndjson")
+    runs = []
+    baseline = per_run("/bin/true", reps)
+    for tool in TOOLS:
+        path = os.path.join(bin_dir, tool)
+        if not os.path.exists(path):
+            continue
+        version = per_run(f"{path} --version", reps)
+        tiny_input = per_run(f"{path} < {tiny}", reps) if tool.startswith("moot-parse") else None
+        runs.append((tool, version, tiny_input))
+    return baseline, runs
+
+
+def per_run(cmd, reps):
+    start = time.perf_counter()
+    for _ in range(reps):
+        subprocess.run(["sh", "-c", f"exec {cmd}"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    return (time.perf_counter() - start) / reps
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--sizes", default="100,1024")
+    ap.add_argument("--data", default=os.path.join(ROOT, "bench-data"))
+    ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release"))
+    args = ap.parse_args()
+    os.makedirs(args.data, exist_ok=True)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    jq = shutil.which("jq")
+
+    print("# moot benchmarks\n")
+    print(f"- command: `make bench` (`scripts/bench/bench.py --reps {args.reps} --sizes {args.sizes}`)")
+    print(f"- machine: {platform.machine()}, {os.cpu_count()} cores, Linux {platform.release()}, "
+          f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') // 2**30} GiB")
+    print(f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n")
+
+    print("## Parser throughput (median wall time of the whole pipe)\n")
+    print("| parser | stream | `cat \\| wc -l` | parser | jq | parser MB/s | vs wc -l | vs jq |")
+    print("|---|---|---|---|---|---|---|---|")
+    rss_rows = []
+    for dialect, (tool, select) in PARSERS.items():
+        parser = os.path.join(args.bin, tool)
+        for size in sizes:
+            path = generate(dialect, size, args.data)
+            mib = os.path.getsize(path) / 2**20
+            wc = median_of(f"cat {path} | wc -l", args.reps)
+            ours = median_of(f"cat {path} | {parser}", args.reps)
+            # jq is ~50x slower; fewer repetitions on the large stream keep `make bench` short.
+            jq_reps = args.reps if size <= 100 else 1
+            theirs = median_of(f"{jq} -c '{select}' {path}", jq_reps) if jq else None
+            jq_cell = f"{theirs:.2f} s" if theirs else "n/a"
+            vs_jq = f"{theirs / ours:.0f}x" if theirs else "n/a"
+            print(f"| {tool} | {mib:.0f} MiB | {wc:.3f} s | {ours:.3f} s | {jq_cell} | "
+                  f"{mib / ours:.0f} | {wc / ours:.0%} | {vs_jq} |")
+            rss_rows.append((tool, mib, peak_rss_kib(f"{parser} < {path}"), longest_line(path)))
+
+    print("\n## Peak RSS (/usr/bin/time -v)\n")
+    print("| parser | stream | peak RSS | longest line | RSS - longest line |")
+    print("|---|---|---|---|---|")
+    for tool, mib, rss, longest in rss_rows:
+        print(f"| {tool} | {mib:.0f} MiB | {rss / 1024:.1f} MiB | {longest / 2**20:.1f} MiB | "
+              f"{(rss * 1024 - longest) / 2**20:.1f} MiB |")
+
+    baseline, runs = startup(args.bin, 200)
+    print("\n## Start-up (mean of 200 runs)\n")
+    print(f"`/bin/true`: {baseline * 1000:.2f} ms\n")
+    print("| tool | `--version` | over /bin/true | tiny input | over /bin/true |")
+    print("|---|---|---|---|---|")
+    for tool, version, tiny in runs:
+        tiny_cells = (f"{tiny * 1000:.2f} ms | {(tiny - baseline) * 1000:+.2f} ms"
+                      if tiny is not None else "n/a | n/a")
+        print(f"| {tool} | {version * 1000:.2f} ms | {(version - baseline) * 1000:+.2f} ms | "
+              f"{tiny_cells} |")
+
+
+if __name__ == "__main__":
+    main()

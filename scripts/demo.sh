@@ -1,0 +1,23 @@
+#!/bin/sh
+# The main job of moot, on streams captured from a real omp 18.2.3 run: replay each through
+# moot-parse-omp and show the verdict an orchestrator would act on.
+set -u
+cd "$(dirname "$0")/.."
+bin=target/release
+[ -x "$bin/moot-parse-omp" ] || { echo "demo: $bin/moot-parse-omp is missing; run 'make build' first" >&2; exit 1; }
+
+# replay TITLE CAPTURE [FLAGS...]: one captured stream through the parser.
+replay() {
+    title=$1 capture=testdata/omp/$2.ndjson
+    shift 2
+    printf '\n== %s\n$ moot-parse-omp %s< %s\n' "$title" "${*:+$* }" "$capture"
+    "$bin/moot-parse-omp" "$@" < "$capture"
+    printf '(exit status %s)\n' "$?"
+}
+
+replay "a plain answer: the verdict and the validated gitmoot_result" real-plain
+replay "the adapter contract: only the answer text" real-tool --text
+replay "omp exited 0, but --max-time stopped its tool loop: TRUNCATED, not an answer" real-toolloop-maxtime --text
+replay "a provider that kept failing: omp gave up retrying" real-error --text
+replay "killed by a deadline mid-stream: never a success; usage is kept as a floor" real-toolloop-timeout-term --exit-code 124
+exit 0

@@ -1,0 +1,3 @@
+//! Claude Code (`claude -p`): Anthropic's coding-agent CLI.
+
+pub mod stream;

@@ -1,0 +1,612 @@
+//! Claude Code's print-mode output, read into a verdict: `--output-format stream-json --verbose`
+//! (with or without `--include-partial-messages`), and `--output-format json` (the result object
+//! alone, or with `--verbose` a JSON array of every row).
+//!
+//! Claude Code closes a print-mode run with one `result` row, and that row is the verdict: it can
+//! say `is_error: true` while the CLI exits 0, and a run that never printed it (killed, crashed,
+//! still retrying) proved nothing. So the result decides and a stream without one fails. Three row
+//! types are read: `system` (subtype `init`: the session and model; `api_retry`: a retry in
+//! flight), `assistant` (the model, the last text for diagnosis, a usage floor) and `result`.
+//! Every other row (`user`, `stream_event` deltas, other `system` subtypes, types to come) is
+//! skipped whether or not it decodes; a row of those three that does not decode fails the run.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::envelope::{ErrorClass, Usage, UsageSource};
+use crate::parse::{Dialect, Facts, Failure, Verdict};
+use crate::sniff::{opens_with_unread_type, raw_has_key, raw_type_among};
+
+/// The row types this parser decodes.
+const READ: &[&str] = &["system", "assistant", "result"];
+
+/// Rows that can change the verdict: a line that names one and cannot be read fails the run.
+const VERDICT_ROWS: &[&str] = &["result", "assistant"];
+
+/// Claude Code talks to Anthropic models only (directly or through Bedrock or Vertex).
+const PROVIDER: &str = "anthropic";
+const FAMILY: &str = "claude";
+
+/// The model Claude Code gives the assistant message it makes up to carry an API error.
+const SYNTHETIC_MODEL: &str = "<synthetic>";
+
+/// The claude dialect's state while the stream is read.
+#[derive(Debug, Default)]
+pub struct Claude {
+    session_id: Option<String>,
+    init_model: Option<String>,
+    /// The model of the last real main-thread assistant message.
+    model: Option<String>,
+    last_text: Option<String>,
+    /// Usage summed over main-thread assistant messages, once per message id: the floor when no
+    /// result arrives. Claude Code prints one row per content block of a message, each repeating
+    /// the message's usage, so consecutive rows of one id are counted once.
+    summed: Tokens,
+    saw_usage: bool,
+    last_message_id: Option<String>,
+    /// `api_retry` rows since the last real assistant message, and a description of the latest.
+    retries: u64,
+    last_retry: Option<String>,
+    result: Option<RunResult>,
+    /// An assistant message came after the last result: the stream went on, so that result is not
+    /// the run's verdict.
+    past_result: bool,
+}
+
+/// What the verdict needs of one `result` row.
+#[derive(Debug, Default)]
+struct RunResult {
+    subtype: String,
+    is_error: bool,
+    text: Option<String>,
+    stop_reason: Option<String>,
+    terminal_reason: Option<String>,
+    api_error: Option<String>,
+    api_error_status: Option<String>,
+    errors: Vec<String>,
+    num_turns: Option<u64>,
+    tokens: Tokens,
+    cost_usd: Option<f64>,
+    /// The model `modelUsage` names, when it names exactly one.
+    model: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Tokens {
+    input: u64,
+    output: u64,
+}
+
+impl Dialect for Claude {
+    const RUNTIME: &'static str = "claude";
+
+    fn line(&mut self, line: &[u8]) -> Result<(), String> {
+        if is_skippable_at_a_glance(line) {
+            return Ok(());
+        }
+        if line.trim_ascii_start().starts_with(b"[") {
+            return self.array(line);
+        }
+        self.row(line)
+    }
+
+    fn cut_line(&self, tail: &[u8]) -> Result<(), String> {
+        match names_verdict_row(tail) {
+            Some(_) if tail.trim_ascii_start().starts_with(b"[") => Err(
+                "the stream ended in the middle of the --output-format json array (the CLI died mid-write)".into(),
+            ),
+            Some(kind) => Err(format!(
+                "the stream ended in the middle of a row of type {kind} (the CLI died mid-write)"
+            )),
+            None => Ok(()),
+        }
+    }
+
+    fn finish(self) -> Verdict {
+        let outcome = self.judge();
+        let final_result = self.final_result();
+        let usage = self.usage();
+        let answer = final_result
+            .filter(|r| !r.is_error)
+            .and_then(|r| r.text.clone())
+            .unwrap_or_default();
+        let stop_reason = final_result.and_then(|r| r.stop_reason.clone());
+        let result_model = final_result.and_then(|r| r.model.clone());
+        Verdict {
+            facts: Facts {
+                session_id: self.session_id,
+                provider: Some(PROVIDER.into()),
+                family: Some(FAMILY.into()),
+                model: self.model.or(self.init_model).or(result_model),
+                stop_reason,
+                usage,
+                last_text: self.last_text,
+            },
+            outcome,
+            answer,
+        }
+    }
+}
+
+impl Claude {
+    /// `--output-format json --verbose` prints every row as one JSON array on one line; each
+    /// element is read exactly as the same row in stream-json would be.
+    fn array(&mut self, line: &[u8]) -> Result<(), String> {
+        let rows = match serde_json::from_slice::<Vec<Value>>(line) {
+            Ok(rows) => rows,
+            Err(_) => return unidentified(line),
+        };
+        let mut first_error = None;
+        for (index, row) in rows.iter().enumerate() {
+            let finding = serde_json::to_vec(row)
+                .map_err(|e| e.to_string())
+                .and_then(|bytes| self.row(&bytes));
+            if let Err(message) = finding {
+                first_error.get_or_insert(format!("array element {}: {message}", index + 1));
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    fn row(&mut self, row: &[u8]) -> Result<(), String> {
+        let head = match serde_json::from_slice::<Head<'_>>(row) {
+            Ok(head) => head,
+            Err(_) => return unidentified(row),
+        };
+        match (head.kind.as_deref(), head.subtype.as_deref()) {
+            (Some("system"), Some("init")) => self.init(decode(row, "system/init")?),
+            (Some("system"), Some("api_retry")) => self.retry(decode(row, "system/api_retry")?),
+            (Some("assistant"), _) => self.assistant(decode(row, "assistant")?)?,
+            (Some("result"), _) => self.result(decode(row, "result")?)?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn init(&mut self, row: Init<'_>) {
+        if let Some(id) = row.session_id.filter(|id| !id.is_empty()) {
+            self.session_id = Some(id.into_owned());
+        }
+        self.init_model = row.model.map(Cow::into_owned);
+    }
+
+    fn retry(&mut self, row: ApiRetry<'_>) {
+        self.retries += 1;
+        let mut parts = Vec::new();
+        match (row.attempt, row.max_retries) {
+            (Some(attempt), Some(max)) => parts.push(format!("attempt {attempt} of {max}")),
+            (Some(attempt), None) => parts.push(format!("attempt {attempt}")),
+            _ => {}
+        }
+        if let Some(status) = row.error_status.as_ref().and_then(scalar) {
+            parts.push(format!("error_status {status}"));
+        }
+        if let Some(error) = row.error.filter(|e| !e.trim().is_empty()) {
+            parts.push(format!("error {error}"));
+        }
+        self.last_retry = Some(if parts.is_empty() {
+            "with no details".into()
+        } else {
+            parts.join(", ")
+        });
+    }
+
+    fn assistant(&mut self, row: AssistantRow<'_>) -> Result<(), String> {
+        let Some(message) = row.message else {
+            return Err("claude stream carried an assistant row with no message (envelope drift): the parser cannot read it".into());
+        };
+        if self.result.is_some() {
+            self.past_result = true;
+        }
+        // A subagent's messages (Task tool) belong to its own thread, not to this run's answer.
+        if row.parent_tool_use_id.is_some() {
+            return Ok(());
+        }
+        if message.model.as_deref() == Some(SYNTHETIC_MODEL) {
+            return Ok(());
+        }
+        self.retries = 0;
+        self.last_retry = None;
+        if let Some(model) = message.model {
+            self.model = Some(model.into_owned());
+        }
+        let text: String = message
+            .content
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|part| part.kind.as_deref() == Some("text"))
+            .filter_map(|part| part.text)
+            .collect();
+        if !text.trim().is_empty() {
+            self.last_text = Some(text);
+        }
+        if let Some(usage) = message.usage {
+            let id = message.id.map(Cow::into_owned);
+            if id.is_none() || id != self.last_message_id {
+                self.saw_usage = true;
+                self.summed.input = self.summed.input.saturating_add(usage.prompt_tokens());
+                self.summed.output = self.summed.output.saturating_add(usage.output_tokens);
+            }
+            self.last_message_id = id;
+        }
+        Ok(())
+    }
+
+    fn result(&mut self, row: ResultRow<'_>) -> Result<(), String> {
+        let Some(subtype) = row.subtype else {
+            return Err("claude stream carried a result with no subtype (envelope drift): the parser cannot tell success from failure".into());
+        };
+        if let Some(id) = row.session_id.filter(|id| !id.is_empty()) {
+            self.session_id = Some(id.into_owned());
+        }
+        let usage = row.usage.unwrap_or_default();
+        let mut models = row.model_usage.unwrap_or_default().into_keys();
+        let model = match (models.next(), models.next()) {
+            (Some(only), None) => Some(only),
+            _ => None,
+        };
+        self.result = Some(RunResult {
+            subtype: subtype.into_owned(),
+            is_error: row.is_error.unwrap_or(false),
+            text: row.result.map(Cow::into_owned),
+            stop_reason: row.stop_reason.map(Cow::into_owned),
+            terminal_reason: row.terminal_reason.map(Cow::into_owned),
+            api_error: row.api_error.map(Cow::into_owned),
+            api_error_status: row.api_error_status.as_ref().and_then(scalar),
+            errors: row
+                .errors
+                .unwrap_or_default()
+                .iter()
+                .filter_map(scalar)
+                .collect(),
+            num_turns: row.num_turns,
+            tokens: Tokens {
+                input: usage.prompt_tokens(),
+                output: usage.output_tokens,
+            },
+            cost_usd: row.total_cost_usd,
+            model,
+        });
+        self.past_result = false;
+        Ok(())
+    }
+
+    fn final_result(&self) -> Option<&RunResult> {
+        self.result.as_ref().filter(|_| !self.past_result)
+    }
+
+    /// The verdict, most specific cause first (an unreadable row, which outranks all of these,
+    /// is applied by the parse driver).
+    fn judge(&self) -> Option<Failure> {
+        let Some(result) = self.final_result() else {
+            return Some(self.no_result());
+        };
+        let said = describe(result);
+        if result.api_error.as_deref() == Some("max_output_tokens")
+            || result.stop_reason.as_deref() == Some("max_tokens")
+        {
+            return Some(Failure::new(
+                ErrorClass::Truncated,
+                format!(
+                    "TRUNCATED: claude's answer hit the output token limit ({said}){}",
+                    cause(result)
+                ),
+            ));
+        }
+        // A limit the caller set stopped the agent loop mid-work, as omp's --max-time does.
+        if matches!(
+            result.subtype.as_str(),
+            "error_max_turns" | "error_max_budget_usd"
+        ) {
+            return Some(Failure::new(
+                ErrorClass::Truncated,
+                format!(
+                    "TRUNCATED: claude stopped at a run limit before finishing ({said}){}",
+                    cause(result)
+                ),
+            ));
+        }
+        if result.is_error || result.subtype != "success" {
+            return Some(self.run_failure(result, &said));
+        }
+        match result.stop_reason.as_deref() {
+            Some("tool_use") => return Some(Failure::new(
+                ErrorClass::Truncated,
+                "TRUNCATED: claude's final turn stopped on \"tool_use\" instead of \"end_turn\", so its text is not a finished answer",
+            )),
+            Some("refusal") => return Some(Failure::new(
+                ErrorClass::ModelError,
+                "claude's final turn stopped on \"refusal\": the model declined to answer",
+            )),
+            _ => {}
+        }
+        if result.num_turns == Some(0) {
+            return Some(Failure::new(
+                ErrorClass::ModelError,
+                format!(
+                    "claude's result ran no model turn (num_turns 0), so its text is the CLI's own, not an answer{}",
+                    cause(result)
+                ),
+            ));
+        }
+        if result.text.as_deref().is_none_or(|t| t.trim().is_empty()) {
+            return Some(Failure::new(
+                ErrorClass::EmptyAnswer,
+                "claude's result carried no answer text",
+            ));
+        }
+        None
+    }
+
+    fn no_result(&self) -> Failure {
+        if let Some(retry) = &self.last_retry {
+            return Failure::new(
+                ErrorClass::RetryOpen,
+                format!("claude stream ended while an API retry was pending (api_retry {retry}) and before any result row"),
+            );
+        }
+        let why = if self.past_result {
+            "claude stream went on past its result row and ended without another: the run was cut off after it resumed"
+        } else {
+            "claude stream ended without a result row: the CLI died mid-stream or its print-mode envelope changed"
+        };
+        Failure::new(ErrorClass::NoAgentEnd, why)
+    }
+
+    /// A result that says the run failed: an API error Claude Code gave up retrying, or any
+    /// other error subtype or `is_error`, reported with the CLI's own text.
+    fn run_failure(&self, result: &RunResult, said: &str) -> Failure {
+        let api_error = result.subtype == "success";
+        match &self.last_retry {
+            Some(retry) if api_error && self.retries > 0 => Failure::new(
+                ErrorClass::RetryExhausted,
+                format!(
+                    "claude gave up retrying the API after {} api_retry row(s) (the last: {retry}; {said}){}",
+                    self.retries,
+                    cause(result)
+                ),
+            ),
+            _ => Failure::new(
+                ErrorClass::ModelError,
+                format!("claude run failed ({said}){}", cause(result)),
+            ),
+        }
+    }
+
+    /// The final result's figures when there is one; else the per-message floor.
+    fn usage(&self) -> Usage {
+        if let Some(result) = self.final_result() {
+            return Usage {
+                input_tokens: result.tokens.input,
+                output_tokens: result.tokens.output,
+                cost_usd: result.cost_usd,
+                source: UsageSource::Result,
+            };
+        }
+        Usage {
+            input_tokens: self.summed.input,
+            output_tokens: self.summed.output,
+            cost_usd: None,
+            source: if self.saw_usage {
+                UsageSource::Messages
+            } else {
+                UsageSource::None
+            },
+        }
+    }
+}
+
+/// The result's own verdict fields, as `key value` pairs, for a failure message.
+fn describe(result: &RunResult) -> String {
+    let mut parts = vec![format!("result subtype {}", result.subtype)];
+    if result.is_error {
+        parts.push("is_error true".into());
+    }
+    let fields = [
+        ("api_error", &result.api_error),
+        ("api_error_status", &result.api_error_status),
+        ("stop_reason", &result.stop_reason),
+        ("terminal_reason", &result.terminal_reason),
+    ];
+    for (name, value) in fields {
+        if let Some(value) = value {
+            parts.push(format!("{name} {value}"));
+        }
+    }
+    parts.join(", ")
+}
+
+/// `: <the CLI's own words>`: the result text, else its `errors`, else nothing.
+fn cause(result: &RunResult) -> String {
+    let text = result.text.as_deref().map(str::trim).unwrap_or_default();
+    if !text.is_empty() {
+        return format!(": {text}");
+    }
+    if !result.errors.is_empty() {
+        return format!(": {}", result.errors.join("; "));
+    }
+    String::new()
+}
+
+/// A string as itself, a number or boolean as JSON; null and containers as nothing.
+fn scalar(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(_) | Value::Bool(_) => Some(value.to_string()),
+        _ => None,
+    }
+}
+
+fn decode<'a, T: Deserialize<'a>>(row: &'a [u8], kind: &str) -> Result<T, String> {
+    serde_json::from_slice(row).map_err(|e| {
+        format!("claude stream carried a row of type {kind} that this parser could not decode (envelope drift): {e}")
+    })
+}
+
+/// A line that is not a readable row at all. It is skipped, unless it still names a row that
+/// could change the verdict: that row may have been the failure or the result.
+fn unidentified(line: &[u8]) -> Result<(), String> {
+    match names_verdict_row(line) {
+        Some(kind) => Err(format!(
+            "claude stream carried a MALFORMED {kind} row (envelope drift): the verdict may be lost"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The hot path: with `--include-partial-messages` most lines are `stream_event` deltas, and
+/// tool results arrive as large `user` rows. A line that opens with a type this parser does not
+/// read, and nowhere names a verdict row, is skipped exactly as the full reading would skip it.
+fn is_skippable_at_a_glance(line: &[u8]) -> bool {
+    opens_with_unread_type(line, READ) && names_verdict_row(line).is_none()
+}
+
+/// The verdict row raw bytes name, if any: by `type`, or, for a result row cut before its `type`
+/// (Claude Code writes that key near the end of the row), by the result-only `total_cost_usd`.
+fn names_verdict_row(raw: &[u8]) -> Option<&'static str> {
+    raw_type_among(raw, VERDICT_ROWS)
+        .or_else(|| raw_has_key(raw, "total_cost_usd").then_some("result"))
+}
+
+// Wire shapes: only the fields the rules read. Unknown fields are ignored; a field that is read
+// and has the wrong type fails the decode, which fails the run (fail closed).
+
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    subtype: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Init<'a> {
+    #[serde(borrow)]
+    session_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    model: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct ApiRetry<'a> {
+    attempt: Option<u64>,
+    max_retries: Option<u64>,
+    /// An HTTP status number, or null when the connection itself failed.
+    error_status: Option<Value>,
+    #[serde(borrow)]
+    error: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct AssistantRow<'a> {
+    #[serde(borrow)]
+    message: Option<Message<'a>>,
+    #[serde(borrow)]
+    parent_tool_use_id: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    content: Option<Vec<Part<'a>>>,
+    usage: Option<TokenUsage>,
+}
+
+#[derive(Deserialize)]
+struct Part<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    text: Option<Cow<'a, str>>,
+}
+
+/// Anthropic's usage: `input_tokens` counts only the uncached part of the prompt; cache reads
+/// and writes are counted apart.
+#[derive(Deserialize, Default)]
+struct TokenUsage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    cache_creation_input_tokens: u64,
+    #[serde(default)]
+    cache_read_input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+}
+
+impl TokenUsage {
+    /// Every prompt token the model read, cached or not, so the figure compares with the other
+    /// runtimes' `input_tokens` (which include cached input).
+    fn prompt_tokens(&self) -> u64 {
+        self.input_tokens
+            .saturating_add(self.cache_creation_input_tokens)
+            .saturating_add(self.cache_read_input_tokens)
+    }
+}
+
+#[derive(Deserialize)]
+struct ResultRow<'a> {
+    #[serde(borrow)]
+    subtype: Option<Cow<'a, str>>,
+    is_error: Option<bool>,
+    #[serde(borrow)]
+    result: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    session_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    stop_reason: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    terminal_reason: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    api_error: Option<Cow<'a, str>>,
+    /// A number on the wire, a string in some versions.
+    api_error_status: Option<Value>,
+    errors: Option<Vec<Value>>,
+    num_turns: Option<u64>,
+    total_cost_usd: Option<f64>,
+    usage: Option<TokenUsage>,
+    #[serde(rename = "modelUsage")]
+    model_usage: Option<BTreeMap<String, IgnoredAny>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glance_skips_only_unread_rows_that_name_no_verdict_row() {
+        assert!(is_skippable_at_a_glance(
+            br#"{"type":"stream_event","event":{"type":"content_block_delta"}}"#
+        ));
+        assert!(is_skippable_at_a_glance(br#"{"type":"user","message":{}}"#));
+        assert!(!is_skippable_at_a_glance(
+            br#"{"type":"system","subtype":"init"}"#
+        ));
+        assert!(!is_skippable_at_a_glance(br#"{"type":"assistant"}"#));
+        assert!(!is_skippable_at_a_glance(
+            br#"{"type":"user","x":{"type":"result"}}"#
+        ));
+        assert!(!is_skippable_at_a_glance(
+            br#"{"is_error":false,"type":"result"}"#
+        ));
+    }
+
+    #[test]
+    fn prompt_tokens_count_cache_reads_and_writes() {
+        let usage = TokenUsage {
+            input_tokens: 3,
+            cache_creation_input_tokens: 100,
+            cache_read_input_tokens: 2000,
+            output_tokens: 9,
+        };
+        assert_eq!(usage.prompt_tokens(), 2103);
+    }
+}

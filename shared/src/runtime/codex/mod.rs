@@ -1,0 +1,3 @@
+//! Codex (`codex exec`): OpenAI's coding-agent CLI.
+
+pub mod stream;

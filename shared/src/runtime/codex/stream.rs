@@ -1,0 +1,445 @@
+//! Codex's `codex exec --json` JSONL, read into a verdict.
+//!
+//! codex exec runs one turn and ends it with `turn.completed` (and the usage) or `turn.failed`
+//! (and the error); an interrupted or killed turn prints neither, so a stream without
+//! `turn.completed` fails. The answer is the text of the turn's last `agent_message` item, with
+//! codex's own fallback (as for `--output-last-message`) to its last `plan` item; earlier agent
+//! messages are narration between tool calls. Top-level `error` rows are settled by the turn:
+//! transient ones ("Reconnecting... 2/5 (...)") and any other error that a completed turn follows
+//! are not failures, an error the stream does not get past is. `item.completed` items of type
+//! `error` are codex's non-fatal warnings (unknown model metadata, a config warning) and are
+//! skipped. Six row types are read (`thread.started`, `turn.started`, `turn.completed`,
+//! `turn.failed`, `item.completed`, `error`); every other type is skipped whether or not it
+//! decodes, and a row of those six that does not decode fails the run.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+
+use crate::envelope::{ErrorClass, Usage, UsageSource};
+use crate::parse::{Dialect, Facts, Failure, Verdict};
+use crate::sniff::{opens_with_unread_type, raw_type_among};
+
+/// The row types this parser decodes.
+const READ: &[&str] = &[
+    "thread.started",
+    "turn.started",
+    "turn.completed",
+    "turn.failed",
+    "item.completed",
+    "error",
+];
+
+/// Row and item types that can change the verdict: a line that names one and cannot be read
+/// fails the run.
+const VERDICT_ROWS: &[&str] = &[
+    "turn.completed",
+    "turn.failed",
+    "error",
+    "agent_message",
+    "plan",
+];
+
+/// Item types that are the agent working (a tool call and its result), not answering.
+const WORK_ITEMS: &[&str] = &[
+    "command_execution",
+    "file_change",
+    "mcp_tool_call",
+    "collab_tool_call",
+    "web_search",
+];
+
+const FAMILY: &str = "codex";
+
+/// How codex words a transient error it is retrying ("Reconnecting... 1/5 (...)").
+const RECONNECTING: &str = "Reconnecting";
+
+/// How codex words a response the provider cut at its output cap.
+const OUTPUT_CAP: &str = "Incomplete response returned, reason: max_output_tokens";
+
+/// The codex dialect's state while the stream is read.
+#[derive(Debug, Default)]
+pub struct Codex {
+    thread_id: Option<String>,
+    turn: Turn,
+    /// The current turn's last `agent_message` text, and last `plan` text.
+    message: Option<String>,
+    plan: Option<String>,
+    /// The type of a work item completed after the answer so far (or with none yet).
+    work_after_answer: Option<String>,
+    last_text: Option<String>,
+    /// "Reconnecting" errors in the current turn, and the latest when no progress followed it.
+    reconnects: u64,
+    open_reconnect: Option<String>,
+    /// A non-transient `error` that no completed turn has followed yet.
+    error: Option<String>,
+    tokens: Option<Tokens>,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+enum Turn {
+    #[default]
+    NotStarted,
+    Open,
+    Completed,
+    Failed(String),
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Tokens {
+    input: u64,
+    output: u64,
+}
+
+impl Dialect for Codex {
+    const RUNTIME: &'static str = "codex";
+
+    fn line(&mut self, line: &[u8]) -> Result<(), String> {
+        if is_skippable_at_a_glance(line) {
+            return Ok(());
+        }
+        let kind = match serde_json::from_slice::<Head<'_>>(line) {
+            Ok(head) => head.kind,
+            Err(_) => return unidentified(line),
+        };
+        match kind.as_deref() {
+            Some("thread.started") => self.thread_started(decode(line, "thread.started")?),
+            Some("turn.started") => self.turn_started(),
+            Some("turn.completed") => self.turn_completed(decode(line, "turn.completed")?),
+            Some("turn.failed") => self.turn_failed(decode(line, "turn.failed")?),
+            Some("item.completed") => self.item_completed(line)?,
+            Some("error") => self.error(decode(line, "error")?),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn cut_line(&self, tail: &[u8]) -> Result<(), String> {
+        match raw_type_among(tail, VERDICT_ROWS) {
+            Some(kind) => Err(format!(
+                "the stream ended in the middle of a row of type {kind} (the CLI died mid-write)"
+            )),
+            None => Ok(()),
+        }
+    }
+
+    fn finish(self) -> Verdict {
+        let outcome = self.judge();
+        let usage = match self.tokens {
+            Some(tokens) => Usage {
+                input_tokens: tokens.input,
+                output_tokens: tokens.output,
+                cost_usd: None,
+                source: UsageSource::Result,
+            },
+            None => Usage::default(),
+        };
+        Verdict {
+            facts: Facts {
+                session_id: self.thread_id,
+                // codex's JSONL names neither the provider nor the model.
+                provider: None,
+                family: Some(FAMILY.into()),
+                model: None,
+                stop_reason: None,
+                usage,
+                last_text: self.last_text,
+            },
+            outcome,
+            answer: self.message.or(self.plan).unwrap_or_default(),
+        }
+    }
+}
+
+impl Codex {
+    fn thread_started(&mut self, row: ThreadStarted<'_>) {
+        if let Some(id) = row.thread_id.filter(|id| !id.is_empty()) {
+            self.thread_id = Some(id.into_owned());
+        }
+    }
+
+    fn turn_started(&mut self) {
+        self.turn = Turn::Open;
+        self.message = None;
+        self.plan = None;
+        self.work_after_answer = None;
+        self.reconnects = 0;
+        self.open_reconnect = None;
+    }
+
+    fn turn_completed(&mut self, row: TurnCompleted) {
+        self.turn = Turn::Completed;
+        self.error = None;
+        self.open_reconnect = None;
+        // The figure is the thread's running total (codex reports `usage.total`), so the last
+        // one is the run's.
+        if let Some(usage) = row.usage {
+            self.tokens = Some(Tokens {
+                input: usage.input_tokens,
+                output: usage.output_tokens,
+            });
+        }
+    }
+
+    fn turn_failed(&mut self, row: TurnFailed<'_>) {
+        let message = row
+            .error
+            .and_then(|e| e.message)
+            .map(|m| m.trim().to_string())
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| "turn.failed carried no error message".into());
+        self.turn = Turn::Failed(message);
+        self.error = None;
+        self.open_reconnect = None;
+    }
+
+    fn error(&mut self, row: ErrorRow<'_>) {
+        let message = row.message.as_deref().map(str::trim).unwrap_or_default();
+        let message = if message.is_empty() {
+            "an error row with no message".to_string()
+        } else {
+            message.to_string()
+        };
+        if message.starts_with(RECONNECTING) {
+            self.reconnects += 1;
+            self.open_reconnect = Some(message);
+        } else {
+            self.open_reconnect = None;
+            self.error = Some(message);
+        }
+    }
+
+    fn item_completed(&mut self, line: &[u8]) -> Result<(), String> {
+        let row: ItemCompleted<'_> = decode(line, "item.completed")?;
+        let Some(kind) = row.item.and_then(|item| item.kind) else {
+            return Err("codex stream carried an item.completed with no item type (envelope drift): the parser cannot tell whether it was the answer".into());
+        };
+        match kind.as_ref() {
+            "agent_message" => {
+                let text = item_text(line, "agent_message")?;
+                if !text.trim().is_empty() {
+                    self.last_text = Some(text.clone());
+                }
+                self.message = Some(text);
+                self.work_after_answer = None;
+                self.open_reconnect = None;
+            }
+            "plan" => {
+                self.plan = Some(item_text(line, "plan")?);
+                if self.message.is_none() {
+                    self.work_after_answer = None;
+                }
+                self.open_reconnect = None;
+            }
+            work if WORK_ITEMS.contains(&work) => {
+                self.work_after_answer = Some(work.to_string());
+                self.open_reconnect = None;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The verdict, most specific cause first (an unreadable row, which outranks all of these,
+    /// is applied by the parse driver).
+    fn judge(&self) -> Option<Failure> {
+        match &self.turn {
+            Turn::Failed(message) => Some(self.turn_failure(message)),
+            Turn::Completed => match &self.error {
+                Some(error) => Some(Failure::new(
+                    ErrorClass::ModelError,
+                    format!("codex reported an error after its turn completed: {error}"),
+                )),
+                None => self.answer_failure(),
+            },
+            Turn::NotStarted | Turn::Open => Some(self.no_turn_end()),
+        }
+    }
+
+    fn turn_failure(&self, message: &str) -> Failure {
+        if message.contains(OUTPUT_CAP) {
+            return Failure::new(
+                ErrorClass::Truncated,
+                format!(
+                    "TRUNCATED: codex's answer hit the output token limit (turn.failed): {message}"
+                ),
+            );
+        }
+        if self.reconnects > 0 {
+            return Failure::new(
+                ErrorClass::RetryExhausted,
+                format!(
+                    "codex gave up after {} reconnect attempt(s) (turn.failed): {message}",
+                    self.reconnects
+                ),
+            );
+        }
+        Failure::new(
+            ErrorClass::ModelError,
+            format!("codex turn failed (turn.failed): {message}"),
+        )
+    }
+
+    fn no_turn_end(&self) -> Failure {
+        if let Some(reconnect) = &self.open_reconnect {
+            return Failure::new(
+                ErrorClass::RetryOpen,
+                format!("codex stream ended while codex was still retrying ({reconnect}) and without turn.completed"),
+            );
+        }
+        if let Some(error) = &self.error {
+            return Failure::new(
+                ErrorClass::ModelError,
+                format!(
+                    "codex reported an error and its stream ended without turn.completed: {error}"
+                ),
+            );
+        }
+        Failure::new(
+            ErrorClass::NoAgentEnd,
+            "codex stream ended without turn.completed: the turn was interrupted, the CLI died mid-stream, or its --json envelope changed",
+        )
+    }
+
+    /// A completed turn's answer must be a message written after the agent's last tool work.
+    fn answer_failure(&self) -> Option<Failure> {
+        let answer = self.message.as_ref().or(self.plan.as_ref());
+        if let Some(work) = &self.work_after_answer {
+            let message = match answer {
+                Some(_) => format!("TRUNCATED: codex's last agent_message was followed by {work} work and no later message, so it is narration, not an answer"),
+                None => format!("TRUNCATED: codex ran {work} work and wrote no agent_message after it"),
+            };
+            return Some(Failure::new(ErrorClass::Truncated, message));
+        }
+        match answer {
+            Some(text) if !text.trim().is_empty() => None,
+            Some(_) => Some(Failure::new(
+                ErrorClass::EmptyAnswer,
+                "codex's final agent_message carried no text",
+            )),
+            None => Some(Failure::new(
+                ErrorClass::EmptyAnswer,
+                "codex's final turn carried no agent_message",
+            )),
+        }
+    }
+}
+
+/// The `text` of an answer item: it must be there, or the row is drift.
+fn item_text(line: &[u8], kind: &str) -> Result<String, String> {
+    let row: ItemText<'_> = decode(line, kind)?;
+    match row.item.text {
+        Some(text) => Ok(text.into_owned()),
+        None => Err(format!(
+            "codex stream carried an item of type {kind} with no text (envelope drift): the answer may be lost"
+        )),
+    }
+}
+
+fn decode<'a, T: Deserialize<'a>>(line: &'a [u8], kind: &str) -> Result<T, String> {
+    serde_json::from_slice(line).map_err(|e| {
+        format!("codex stream carried a row of type {kind} that this parser could not decode (envelope drift): {e}")
+    })
+}
+
+/// A line that is not a readable row at all. It is skipped, unless it still names a row that
+/// could change the verdict: that row may have been the failure or the answer.
+fn unidentified(line: &[u8]) -> Result<(), String> {
+    match raw_type_among(line, VERDICT_ROWS) {
+        Some(kind) => Err(format!(
+            "codex stream carried a MALFORMED {kind} row (envelope drift): the verdict may be lost"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The hot path: `item.started` and `item.updated` rows (command output) are skipped exactly as
+/// the full reading would skip them, without decoding, unless they name a verdict row.
+fn is_skippable_at_a_glance(line: &[u8]) -> bool {
+    opens_with_unread_type(line, READ) && raw_type_among(line, VERDICT_ROWS).is_none()
+}
+
+// Wire shapes: only the fields the rules read. Unknown fields are ignored; a field that is read
+// and has the wrong type fails the decode, which fails the run (fail closed).
+
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct ThreadStarted<'a> {
+    #[serde(borrow)]
+    thread_id: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct TurnCompleted {
+    usage: Option<TurnUsage>,
+}
+
+/// OpenAI's usage: `cached_input_tokens` is part of `input_tokens`, and reasoning tokens are
+/// part of `output_tokens`, so neither is added.
+#[derive(Deserialize)]
+struct TurnUsage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+}
+
+#[derive(Deserialize)]
+struct TurnFailed<'a> {
+    #[serde(borrow)]
+    error: Option<ErrorRow<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ErrorRow<'a> {
+    #[serde(borrow)]
+    message: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct ItemCompleted<'a> {
+    #[serde(borrow)]
+    item: Option<ItemHead<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ItemHead<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct ItemText<'a> {
+    #[serde(borrow)]
+    item: ItemTextOnly<'a>,
+}
+
+#[derive(Deserialize)]
+struct ItemTextOnly<'a> {
+    #[serde(borrow)]
+    text: Option<Cow<'a, str>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glance_skips_item_progress_but_not_verdict_rows() {
+        assert!(is_skippable_at_a_glance(
+            br#"{"type":"item.started","item":{"id":"item_0","type":"command_execution"}}"#
+        ));
+        assert!(!is_skippable_at_a_glance(br#"{"type":"turn.completed"}"#));
+        assert!(!is_skippable_at_a_glance(
+            br#"{"type":"item.updated","item":{"type":"agent_message"}}"#
+        ));
+        assert!(!is_skippable_at_a_glance(
+            br#"{"item":{},"type":"turn.failed"}"#
+        ));
+    }
+}
