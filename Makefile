@@ -3,6 +3,7 @@ PREFIX ?= /usr/local
 CARGO ?= cargo
 TOOLS := moot-parse-omp
 TOOLS += moot-parse-claude moot-parse-codex
+TOOLS += moot-parse-kimi moot-parse-pi
 RELEASE := target/release
 
 .PHONY: all build test lint demo bench install man clean
