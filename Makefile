@@ -3,6 +3,8 @@ PREFIX ?= /usr/local
 CARGO ?= cargo
 TOOLS := moot-parse-omp
 TOOLS += moot-parse-claude moot-parse-codex
+TOOLS += moot-render
+TOOLS += moot-run moot-sandbox
 TOOLS += moot-parse-kimi moot-parse-pi
 RELEASE := target/release
 

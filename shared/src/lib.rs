@@ -3,13 +3,22 @@
 //! Each module owns one concern; runtime-specific knowledge (flags, event names, session grammar)
 //! lives only under [`runtime`], one module per runtime.
 
+pub mod atomic_file;
+pub mod env_preset;
 pub mod envelope;
+pub mod exec;
 pub mod gitmoot_result;
 pub mod ndjson;
 pub mod outcome;
 pub mod parse;
+pub mod registry;
+pub mod render;
 pub mod report;
 pub mod runtime;
+pub mod sandbox;
+pub mod session;
 pub mod sniff;
+pub mod stage;
 #[cfg(feature = "testkit")]
 pub mod testkit;
+pub mod worktree;

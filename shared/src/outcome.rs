@@ -96,6 +96,11 @@ impl ProcessOutcome {
     }
 }
 
+/// The status a process ended by signal `number` is reported with: 128+N, as a shell does.
+pub fn signal_exit_code(number: i32) -> i32 {
+    SIGNAL_BASE + number
+}
+
 /// `SIGTERM` for 15; `signal 99` for numbers the platform does not name.
 pub fn signal_name(number: i32) -> String {
     nix::sys::signal::Signal::try_from(number)

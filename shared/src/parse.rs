@@ -14,6 +14,7 @@ use anyhow::Context;
 use clap::Args;
 use serde_json::Value;
 
+use crate::atomic_file;
 use crate::envelope::{Envelope, ErrorClass, Run, RunError, Usage};
 use crate::gitmoot_result::{self, ResultError};
 use crate::ndjson::{self, Item, LineReader};
@@ -110,6 +111,11 @@ pub struct ParseArgs {
     /// (the rest of stdin is still drained).
     #[arg(long, value_name = "N", default_value_t = ndjson::DEFAULT_MAX_EVENTS)]
     pub max_events: u64,
+
+    /// On success only, write the run's session id to FILE (0600, atomically), so a later turn
+    /// can resume it; a failed or interrupted run never persists a reusable session id.
+    #[arg(long, value_name = "FILE")]
+    pub session_file: Option<PathBuf>,
 }
 
 /// The part of every parser's `--help` that is the same for all: the envelope, the error
@@ -152,6 +158,14 @@ pub fn run_parser<D: Dialect>(
         (None, None) => {}
     }
     let envelope = parsed.into_envelope(!args.text);
+    if let (Some(path), Some(id), true) = (
+        &args.session_file,
+        &envelope.run.session_id,
+        envelope.run.ok,
+    ) {
+        atomic_file::write(path, format!("{id}\n").as_bytes())
+            .with_context(|| format!("cannot write --session-file ({})", path.display()))?;
+    }
     if let Some(error) = &envelope.run.error {
         eprintln!(
             "{tool}: {}: {}",

@@ -15,7 +15,7 @@ pub fn run_tool(
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{tool}: {}", one_line(&format!("{e:#}")));
+            print_error(tool, &e);
             ExitCode::from(failure_status)
         }
     }
@@ -39,6 +39,60 @@ pub fn one_line(message: &str) -> String {
     folded.trim().to_string()
 }
 
+/// Prints an error chain once, on one line, as `tool: what (value): why`.
+pub fn print_error(tool: &str, error: &anyhow::Error) {
+    eprintln!("{tool}: {}", one_line(&format!("{error:#}")));
+}
+
+/// Parses the command line like clap's `parse`, except that a usage error is one line on stderr,
+/// `tool: <clap's message> (see --help)`, ending the tool with `usage_status` (moot-run's is 125,
+/// as timeout(1)'s, so it cannot be mistaken for the command's own status). `--help` and
+/// `--version` print as clap formats them and exit 0.
+pub fn parse_args<P: clap::Parser>(tool: &str, usage_status: u8) -> Result<P, ExitCode> {
+    P::try_parse().map_err(|error| {
+        if error.exit_code() == 0 {
+            // Nothing useful is left to do if stdout is gone.
+            let _ = error.print();
+            return ExitCode::SUCCESS;
+        }
+        eprintln!("{tool}: {}", usage_line(&error.render().to_string()));
+        ExitCode::from(usage_status)
+    })
+}
+
+/// Clap's message folded onto one line: the usage block and the `--help` tip are left out (one
+/// line is what scripts and logs can hold), and an indented list is joined with commas.
+fn usage_line(rendered: &str) -> String {
+    let mut line = String::new();
+    let (mut in_usage, mut in_list) = (false, false);
+    for raw in rendered.lines() {
+        let text = raw.trim();
+        if text.starts_with("Usage:") {
+            in_usage = true;
+            continue;
+        }
+        if text.is_empty() {
+            (in_usage, in_list) = (false, false);
+            continue;
+        }
+        if in_usage || text.starts_with("For more information") {
+            continue;
+        }
+        // An indented run of lines after one ending in ':' is a list: keep it on one line.
+        let opens_list = line.ends_with(':');
+        in_list = opens_list || (in_list && raw.starts_with(' '));
+        let separator = match (line.is_empty(), opens_list, in_list) {
+            (true, _, _) => "",
+            (false, true, _) => " ",
+            (false, false, true) => ", ",
+            (false, false, false) => "; ",
+        };
+        line.push_str(separator);
+        line.push_str(text.strip_prefix("error: ").unwrap_or(text));
+    }
+    one_line(&format!("{line} (see --help)"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,5 +100,24 @@ mod tests {
     #[test]
     fn one_line_folds_control_characters() {
         assert_eq!(one_line("a\nb\r\tc\u{7}\n"), "a b  c");
+    }
+
+    #[test]
+    fn usage_errors_fold_to_one_line_without_the_usage_block() {
+        assert_eq!(
+            usage_line(
+                "error: the following required arguments were not provided:\n  --list\n  \
+                 <RUNTIME>\n\nUsage: moot-render --list\n"
+            ),
+            "the following required arguments were not provided: --list, <RUNTIME> (see --help)"
+        );
+        let rendered = "error: unexpected argument '--foo' found\n\n  tip: to pass '--foo' as a \
+                        value, use '-- --foo'\n\nUsage: moot-render [OPTIONS] [RUNTIME]\n       \
+                        moot-render --list\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            usage_line(rendered),
+            "unexpected argument '--foo' found; tip: to pass '--foo' as a value, use '-- --foo' \
+             (see --help)"
+        );
     }
 }

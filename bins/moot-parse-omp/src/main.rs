@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
+
 use moot::parse::{help_footer, run_parser, ParseArgs, EXIT_USAGE};
 use moot::runtime::omp::stream::Omp;
 
@@ -25,10 +26,12 @@ Examples:
   moot-parse-omp --text < run.ndjson        # only the answer, for adapter.sh";
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    moot::report::run_tool(TOOL, EXIT_USAGE, || {
-        run_parser(TOOL, Omp::default(), &cli.args)
-    })
+    match moot::report::parse_args::<Cli>(TOOL, EXIT_USAGE) {
+        Ok(cli) => moot::report::run_tool(TOOL, EXIT_USAGE, || {
+            run_parser(TOOL, Omp::default(), &cli.args)
+        }),
+        Err(code) => code,
+    }
 }
 
 #[cfg(test)]

@@ -167,3 +167,22 @@ fn version_and_help() {
     let help = String::from_utf8(run(BIN, &args(&["--help"]), b"").stdout).unwrap();
     assert!(help.contains("Examples:") && help.contains("cat run.ndjson | moot-parse-omp"));
 }
+
+#[test]
+fn session_file_is_written_only_on_success() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("session");
+    let flag = args(&["--text", "--session-file", file.to_str().unwrap()]);
+    let failed = run(BIN, &flag, &case("real-error"));
+    assert_eq!(failed.status.code(), Some(1));
+    assert!(
+        !file.exists(),
+        "a failed run must not persist its session id"
+    );
+    let ok = run(BIN, &flag, &case("real-plain"));
+    assert_eq!(ok.status.code(), Some(0));
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "01a229c0-91fa-75fa-8206-38514f5ba04a\n"
+    );
+}

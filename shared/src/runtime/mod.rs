@@ -4,6 +4,8 @@
 pub mod claude;
 pub mod codex;
 pub mod kimi;
+pub mod mock;
 pub mod omp;
 pub mod pi;
 pub mod pi_family;
+pub mod shell;

@@ -1,3 +1,23 @@
 //! omp (oh-my-pi): a multi-provider routing harness, the primary target.
 
+pub mod argv;
+pub mod meta;
 pub mod stream;
+
+/// The environment omp keeps under `moot-run --env-preset omp` (seed 000, "Credentials and
+/// environment"): routing plumbing only. No raw provider key is listed: under a preset a provider
+/// key reaches omp only through its own profile auth storage or an explicit `--keep`.
+pub const ENV_ALLOWLIST: &[&str] = &[
+    "OMP_PROFILE",
+    "PI_PROFILE",
+    "PI_CODING_AGENT_DIR",
+    "PI_SMOL_MODEL",
+    "PI_SLOW_MODEL",
+    "PI_PLAN_MODEL",
+    "OMP_AUTH_BROKER_URL",
+    "OMP_AUTH_BROKER_TOKEN",
+];
+
+/// Names omp needs together: it throws when the broker URL is set and no token is available, so
+/// keeping only the URL would turn an inherited broker into a hard failure.
+pub const ENV_INDIVISIBLE: &[&[&str]] = &[&["OMP_AUTH_BROKER_URL", "OMP_AUTH_BROKER_TOKEN"]];

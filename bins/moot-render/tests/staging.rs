@@ -1,0 +1,307 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Staged prompts through the real binary: the thresholds to the byte, modes, locations,
+//! contents, and that no argument of the printed argv carries the prompt.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{entries, mode, prompt_of, Env, BIN};
+
+const POINTER: &str = "The attached file prompt.md is the complete task: its full contents are \
+already included in this message. Carry it out exactly and answer as it instructs. Do not ask \
+for the file's contents and do not treat its name as the task.";
+
+/// The one fresh staging directory under $TMPDIR, checked: name, mode, and nothing but a
+/// private prompt.md holding exactly `prompt`.
+fn the_staged_dir(env: &Env, prompt: &[u8]) -> PathBuf {
+    let staged = env.staged_under_tmpdir();
+    assert_eq!(staged.len(), 1, "{staged:?}");
+    let dir = staged[0].clone();
+    let name = dir.file_name().unwrap().to_str().unwrap();
+    let suffix = name
+        .strip_prefix("moot-stage-")
+        .expect("moot-stage- prefix");
+    assert!(
+        suffix.len() == 12 && suffix.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{name}"
+    );
+    assert_private(&dir, prompt);
+    dir
+}
+
+fn assert_private(dir: &Path, prompt: &[u8]) {
+    let file = dir.join("prompt.md");
+    assert_eq!(entries(dir), std::slice::from_ref(&file));
+    assert_eq!(mode(dir), 0o700);
+    assert_eq!(mode(&file), 0o600);
+    assert!(
+        fs::read(&file).unwrap() == prompt,
+        "staged bytes differ from the prompt"
+    );
+}
+
+#[test]
+fn at_102399_bytes_the_prompt_stays_on_argv() {
+    let env = Env::new();
+    let prompt = prompt_of(102_399);
+    let out = env.run(&["omp", "--", &prompt]);
+    let argv = out.argv();
+    assert_eq!(argv[argv.len() - 2..], ["--", prompt.as_str()]);
+    assert_eq!(out.stderr, "");
+    assert!(env.staged_under_tmpdir().is_empty());
+}
+
+#[test]
+fn at_102400_bytes_omp_gets_an_attachment_and_a_pointer() {
+    let env = Env::new();
+    let prompt = prompt_of(102_400);
+    let out = env.run(&["omp", "--model", "a/b", "--", &prompt]);
+    let argv = out.argv();
+    let dir = the_staged_dir(&env, prompt.as_bytes());
+    let file = dir.join("prompt.md");
+    let at_file = format!("@{}", file.display());
+    assert_eq!(
+        argv,
+        [
+            "omp",
+            "-p",
+            "--mode=json",
+            "--approval-mode=yolo",
+            "--no-session",
+            "--model",
+            "a/b",
+            &at_file,
+            "--",
+            POINTER
+        ]
+    );
+    assert_eq!(
+        out.stderr,
+        format!(
+            "moot-render: staged {} (stage dir {})\n",
+            file.display(),
+            dir.display()
+        )
+    );
+}
+
+#[test]
+fn at_5242880_bytes_omp_still_stages() {
+    let env = Env::new();
+    let prompt = prompt_of(5_242_880);
+    fs::write(env.work().join("job.md"), &prompt).unwrap();
+    let out = env.run(&["omp", "--format", "json", "--prompt-file", "job.md"]);
+    let json = out.json();
+    let dir = the_staged_dir(&env, prompt.as_bytes());
+    let file = dir.join("prompt.md").display().to_string();
+    assert_eq!(json["staged"], serde_json::json!([file]));
+    assert_eq!(json["stage_dir"], dir.display().to_string());
+    assert_eq!(json["argv"][5], format!("@{file}"));
+    assert_eq!(out.stderr, "", "json carries the staged paths itself");
+}
+
+#[test]
+fn above_5242880_bytes_omp_refuses_and_stages_nothing() {
+    let env = Env::new();
+    let prompt = prompt_of(5_242_881);
+    env.run_with(&["omp", "-"], Some(prompt.as_bytes()))
+        .refused(
+        "prompt: 5242881 bytes is above omp's 5242880-byte @file attachment ceiling, where omp \
+         would answer a placeholder instead of the task; shorten the prompt",
+    );
+    assert!(env.staged_under_tmpdir().is_empty());
+}
+
+#[test]
+fn kimi_grants_the_directory_and_is_told_to_read_the_file() {
+    for len in [102_400, 5_242_881] {
+        let env = Env::new();
+        let prompt = prompt_of(len);
+        let out = env.run_with(&["kimi", "--model", "k2", "-"], Some(prompt.as_bytes()));
+        let argv = out.argv();
+        let dir = the_staged_dir(&env, prompt.as_bytes());
+        let file = dir.join("prompt.md");
+        let instruction = format!(
+            "Your complete task is in the file {}: the whole task, its context and the required \
+             output format. Read the entire file with your file-read tool first, then do exactly \
+             what it says and answer as it instructs. Do not ask for its contents and do not \
+             treat the path as the task.",
+            file.display()
+        );
+        assert_eq!(
+            argv,
+            [
+                "kimi",
+                "--model",
+                "k2",
+                "--add-dir",
+                dir.to_str().unwrap(),
+                "-p",
+                &instruction,
+                "--output-format",
+                "stream-json"
+            ]
+        );
+    }
+}
+
+#[test]
+fn pi_stages_a_prompt_it_would_read_as_a_flag_or_a_file() {
+    for prompt in ["-x fix it", "@notes fix it"] {
+        let env = Env::new();
+        let argv = env.run(&["pi", "--", prompt]).argv();
+        let dir = the_staged_dir(&env, prompt.as_bytes());
+        assert_eq!(
+            argv,
+            [
+                "pi",
+                "-p",
+                "--mode",
+                "json",
+                "--no-skills",
+                &format!("@{}", dir.join("prompt.md").display()),
+                POINTER
+            ]
+        );
+    }
+}
+
+#[test]
+fn a_given_stage_dir_is_created_private_or_reused() {
+    let env = Env::new();
+    let prompt = prompt_of(102_400);
+    let dir = env.root.path().join("stage");
+    let dir_s = dir.to_str().unwrap();
+    let json = env
+        .run_with(
+            &["omp", "--format", "json", "--stage-dir", dir_s, "-"],
+            Some(prompt.as_bytes()),
+        )
+        .json();
+    assert_private(&dir, prompt.as_bytes());
+    assert_eq!(json["stage_dir"], dir_s);
+    assert!(env.staged_under_tmpdir().is_empty(), "nothing under TMPDIR");
+
+    // A private directory of one's own, without a prompt.md yet, is used as it is.
+    let reused = env.root.path().join("reused");
+    fs::create_dir(&reused).unwrap();
+    fs::set_permissions(&reused, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    env.run_with(
+        &["kimi", "--stage-dir", reused.to_str().unwrap(), "-"],
+        Some(prompt.as_bytes()),
+    )
+    .argv();
+    assert_private(&reused, prompt.as_bytes());
+}
+
+#[test]
+fn the_umask_changes_no_mode() {
+    let env = Env::new();
+    let prompt = prompt_of(102_400);
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!("umask 277; exec {BIN} omp -"))
+        .current_dir(env.work())
+        .env("TMPDIR", env.tmpdir());
+    let out = common::run(command, Some(prompt.as_bytes()));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    the_staged_dir(&env, prompt.as_bytes());
+}
+
+#[test]
+fn a_stage_dir_that_cannot_be_made_is_a_failure_not_a_refusal() {
+    let env = Env::new();
+    let prompt = prompt_of(102_400);
+    let out = env.run_with(
+        &["omp", "--stage-dir", "/proc/moot-render-test", "-"],
+        Some(prompt.as_bytes()),
+    );
+    assert_eq!(
+        (out.code, out.stdout_text(), out.stderr),
+        (
+            1,
+            String::new(),
+            "moot-render: stage dir (/proc/moot-render-test): cannot create it: No such file or \
+             directory (os error 2)\n"
+                .to_string()
+        )
+    );
+}
+
+/// The acceptance command: `moot-render omp … -- "$(head -c 200000 /dev/urandom | base64)"`.
+/// That argument is about 270 KB, above Linux's 128 KiB limit on one argument, so the kernel
+/// refuses to start any program with it (the shell reports E2BIG, status 126) — which is why
+/// a prompt that size must never be on argv. The same prompt through stdin, and the largest
+/// that fits through `--`, render with no argument over 1 KiB.
+#[test]
+fn a_200000_byte_random_base64_prompt_never_reaches_argv() {
+    let env = Env::new();
+    let literal = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "{BIN} omp --policy read-only -- \"$(head -c 200000 /dev/urandom | base64)\""
+        ))
+        .current_dir(env.work())
+        .env("TMPDIR", env.tmpdir())
+        .output()
+        .unwrap();
+    assert_eq!(literal.status.code(), Some(126));
+    assert!(String::from_utf8_lossy(&literal.stderr).contains("Argument list too long"));
+
+    let base64 = Command::new("sh")
+        .arg("-c")
+        .arg("head -c 200000 /dev/urandom | base64")
+        .output()
+        .unwrap()
+        .stdout;
+    let prompt = String::from_utf8(base64).unwrap();
+    let prompt = prompt.strip_suffix('\n').unwrap();
+    assert!(prompt.len() > 260_000);
+    let out = env.run_with(
+        &["omp", "--policy", "read-only", "-"],
+        Some(prompt.as_bytes()),
+    );
+    let argv = out.argv();
+    assert!(argv.iter().all(|arg| arg.len() <= 1024), "{argv:?}");
+    the_staged_dir(&env, prompt.as_bytes());
+
+    let env = Env::new();
+    let fits = Command::new("sh")
+        .arg("-c")
+        .arg("head -c 90000 /dev/urandom | base64 -w0")
+        .output()
+        .unwrap()
+        .stdout;
+    let fits = String::from_utf8(fits).unwrap();
+    assert_eq!(fits.len(), 120_000);
+    let argv = env.run(&["omp", "--", &fits]).argv();
+    assert!(argv.iter().all(|arg| arg.len() <= 1024), "{argv:?}");
+    the_staged_dir(&env, fits.as_bytes());
+}
+
+#[test]
+fn a_reader_that_goes_away_leaves_nothing_staged() {
+    let env = Env::new();
+    let prompt = prompt_of(102_400);
+    fs::write(env.work().join("job.md"), &prompt).unwrap();
+    // stdout is a pipe whose read end is already closed: printing the argv fails with EPIPE.
+    let (read_end, write_end) = nix::unistd::pipe().unwrap();
+    drop(read_end);
+    let out = Command::new(BIN)
+        .args(["omp", "--prompt-file", "job.md"])
+        .current_dir(env.work())
+        .env("TMPDIR", env.tmpdir())
+        .stdout(std::process::Stdio::from(write_end))
+        .output()
+        .unwrap();
+    // A reader that went away is not an error (as with `| head`), but nobody got the argv.
+    assert_eq!(
+        (out.status.code(), out.stderr.as_slice()),
+        (Some(0), &b""[..])
+    );
+    assert!(env.staged_under_tmpdir().is_empty());
+}

@@ -1,0 +1,896 @@
+//! moot-run, run for real: real processes, process groups, signals, pipes and files.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::borrow::BorrowMut;
+use std::fs;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use moot::outcome::ProcessOutcome;
+use nix::sys::signal::{self, kill, SigHandler, Signal};
+use nix::unistd::Pid;
+
+const BIN: &str = env!("CARGO_BIN_EXE_moot-run");
+
+/// Generous bound for "it did not hang"; never a performance assertion.
+const HANG: Duration = Duration::from_secs(30);
+
+fn moot_run(args: &[&str]) -> Command {
+    let mut command = Command::new(BIN);
+    command.args(args).stdin(Stdio::null());
+    command
+}
+
+fn output(mut command: impl BorrowMut<Command>) -> Output {
+    command.borrow_mut().output().expect("run moot-run")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn status_file(path: &Path) -> ProcessOutcome {
+    ProcessOutcome::read(path).expect("a status file moot-parse-* can read")
+}
+
+/// moot-run with INT, QUIT, TERM and HUP at their default action, whatever the test runner
+/// inherited (a background job of a script ignores INT and QUIT).
+fn moot_run_default_signals(args: &[&str]) -> Command {
+    let mut command = moot_run(args);
+    // SAFETY: only resets signal dispositions between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            for sig in [
+                Signal::SIGINT,
+                Signal::SIGQUIT,
+                Signal::SIGTERM,
+                Signal::SIGHUP,
+            ] {
+                signal::signal(sig, SigHandler::SigDfl)?;
+            }
+            Ok(())
+        });
+    }
+    command
+}
+
+/// Spawns [`moot_run_default_signals`] with stdout piped.
+fn spawn_with_default_signals(args: &[&str]) -> Child {
+    moot_run_default_signals(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn moot-run")
+}
+
+/// Waits for `child` to exit, failing the test if it hangs.
+fn wait_bounded(child: &mut Child) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        assert!(start.elapsed() < HANG, "moot-run hung");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Live (not zombie) processes whose process group is `pgid`, read from /proc.
+fn live_members(pgid: u32) -> Vec<u32> {
+    let mut members = Vec::new();
+    for entry in fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
+        let Some(after_comm) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
+            continue;
+        };
+        let fields: Vec<&str> = after_comm.split_whitespace().collect();
+        if fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string() {
+            members.push(pid);
+        }
+    }
+    members
+}
+
+/// Asserts that no live process is left in group `pgid` (SIGKILL is asynchronous, so it may take
+/// a moment for the kernel to finish them).
+fn assert_group_gone(pgid: u32) {
+    let start = Instant::now();
+    loop {
+        let left = live_members(pgid);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            start.elapsed() < HANG,
+            "processes {left:?} of group {pgid} outlived moot-run"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn assert_process_gone(pid: u32) {
+    let start = Instant::now();
+    loop {
+        let state = fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| {
+                stat.rsplit_once(')')
+                    .map(|(_, rest)| rest.trim().to_string())
+            });
+        match state {
+            None => return,
+            Some(rest) if rest.starts_with('Z') => return,
+            Some(_) => {}
+        }
+        assert!(start.elapsed() < HANG, "process {pid} outlived moot-run");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn stdout_passes_through_unchanged_and_the_transcript_is_verbatim_and_private() {
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("run.ndjson");
+    let out = output(moot_run(&[
+        "--transcript",
+        transcript.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        r#"printf '{"type":"a"}\n'; printf 'no newline\0\377'; printf 'to stderr' >&2"#,
+    ]));
+    let expected = b"{\"type\":\"a\"}\nno newline\0\xff";
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, expected);
+    assert_eq!(stderr(&out), "to stderr");
+    assert_eq!(fs::read(&transcript).unwrap(), expected);
+    let mode = fs::metadata(&transcript).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+}
+
+#[test]
+fn an_existing_transcript_is_truncated_and_narrowed_to_0600() {
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("t");
+    fs::write(&transcript, "old contents that are longer").unwrap();
+    fs::set_permissions(&transcript, fs::Permissions::from_mode(0o644)).unwrap();
+    let out = output(moot_run(&[
+        "--transcript",
+        transcript.to_str().unwrap(),
+        "--",
+        "echo",
+        "new",
+    ]));
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(fs::read_to_string(&transcript).unwrap(), "new\n");
+    let mode = fs::metadata(&transcript).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+}
+
+#[test]
+fn stderr_file_takes_the_commands_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("err.log");
+    let out = output(moot_run(&[
+        "--stderr-file",
+        file.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "echo out; echo err >&2",
+    ]));
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.stdout, b"out\n");
+    assert_eq!(stderr(&out), "");
+    assert_eq!(fs::read_to_string(&file).unwrap(), "err\n");
+    assert_eq!(
+        fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
+
+#[test]
+fn deadline_ends_the_whole_group_with_124_within_the_grace() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = dir.path().join("s.json");
+    let start = Instant::now();
+    let out = output(moot_run(&[
+        "--deadline",
+        "1",
+        "--status-file",
+        status.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "sleep 100 & sleep 100",
+    ]));
+    assert!(start.elapsed() < HANG);
+    assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+    let outcome = status_file(&status);
+    assert_eq!(outcome.exit_code, 124);
+    assert!(outcome.timed_out);
+    assert_eq!(outcome.signal.as_deref(), Some("SIGTERM"));
+    let elapsed = outcome.elapsed_ms.expect("elapsed_ms");
+    assert!(elapsed >= 1000, "killed before the deadline: {elapsed} ms");
+    assert!(elapsed < 6000, "not within the 5 s grace: {elapsed} ms");
+    assert_group_gone(outcome.pid.expect("pid"));
+}
+
+#[test]
+fn a_group_that_ignores_sigterm_is_killed_after_the_grace() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = dir.path().join("s.json");
+    let out = output(moot_run(&[
+        "--deadline",
+        "0.5",
+        "--grace",
+        "0.5",
+        "--status-file",
+        status.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "trap '' TERM; sleep 100 & sleep 100",
+    ]));
+    assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
+    let outcome = status_file(&status);
+    assert_eq!(outcome.signal.as_deref(), Some("SIGKILL"));
+    assert!(outcome.timed_out);
+    assert!(
+        outcome.elapsed_ms.unwrap() >= 1000,
+        "SIGKILL came before the grace"
+    );
+    assert_group_gone(outcome.pid.unwrap());
+}
+
+#[test]
+fn output_printed_before_a_kill_is_in_the_transcript() {
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("t");
+    let out = output(moot_run(&[
+        "--deadline",
+        "1",
+        "--transcript",
+        transcript.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        r#"printf '{"type":"session"}\n{"type":"message_upd'; sleep 100"#,
+    ]));
+    let partial = b"{\"type\":\"session\"}\n{\"type\":\"message_upd";
+    assert_eq!(out.status.code(), Some(124));
+    assert_eq!(out.stdout, partial);
+    assert_eq!(fs::read(&transcript).unwrap(), partial);
+}
+
+#[test]
+fn stdout_streams_while_the_command_runs_and_signals_reach_its_group() {
+    for (sig, name) in [
+        (Signal::SIGTERM, "TERM"),
+        (Signal::SIGINT, "INT"),
+        (Signal::SIGHUP, "HUP"),
+    ] {
+        let script =
+            format!("trap 'echo got {name}; exit 7' {name}; echo $$; while :; do sleep 0.1; done");
+        let mut child = spawn_with_default_signals(&["--", "sh", "-c", &script]);
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        // The first line arrives while the command is still running: nothing is held back.
+        let mut first = String::new();
+        stdout.read_line(&mut first).unwrap();
+        let pgid: u32 = first.trim().parse().expect("the command's pid");
+        kill(Pid::from_raw(child.id() as i32), sig).unwrap();
+        let mut rest = String::new();
+        stdout.read_to_string(&mut rest).unwrap();
+        let status = wait_bounded(&mut child);
+        assert_eq!(rest, format!("got {name}\n"), "{name} was not forwarded");
+        assert_eq!(status.code(), Some(7), "{name}: the command's own status");
+        assert_group_gone(pgid);
+    }
+}
+
+#[test]
+fn a_forwarded_signal_the_command_ignores_is_followed_by_sigkill() {
+    let mut child = spawn_with_default_signals(&[
+        "--grace",
+        "0.5",
+        "--",
+        "sh",
+        "-c",
+        "trap '' TERM; echo $$; sleep 100",
+    ]);
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+    let status = wait_bounded(&mut child);
+    assert_eq!(status.code(), Some(128 + 9));
+    assert_group_gone(first.trim().parse().unwrap());
+}
+
+#[test]
+fn what_the_command_leaves_in_its_group_is_killed_when_it_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = dir.path().join("s.json");
+    let out = output(moot_run(&[
+        "--status-file",
+        status.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "sleep 100 & echo $!",
+    ]));
+    assert_eq!(out.status.code(), Some(0));
+    let grandchild: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    assert_process_gone(grandchild);
+    let outcome = status_file(&status);
+    assert_eq!(outcome.exit_code, 0);
+    assert!(!outcome.timed_out);
+    assert_group_gone(outcome.pid.unwrap());
+}
+
+#[test]
+fn the_command_dies_with_moot_run() {
+    let mut child = spawn_with_default_signals(&["--", "sh", "-c", "echo $$; exec sleep 100"]);
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    let command: u32 = first.trim().parse().unwrap();
+    child.kill().unwrap(); // SIGKILL: moot-run gets no chance to clean up.
+    wait_bounded(&mut child);
+    assert_process_gone(command);
+}
+
+#[test]
+fn the_command_has_its_own_group_null_stdin_and_no_blocked_or_ignored_signals() {
+    let out = output(
+        moot_run(&[
+            "--",
+            "sh",
+            "-c",
+            "echo $$; cut -d' ' -f5 /proc/$$/stat; readlink /proc/$$/fd/0; cat",
+        ])
+        .stdin(Stdio::piped()),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(
+        lines[0], lines[1],
+        "the command leads its own process group"
+    );
+    assert_eq!(lines[2], "/dev/null");
+    // Not through sh, which clears its own mask: the command itself must start with none of
+    // moot-run's blocked signals, or a forwarded SIGTERM would never reach it.
+    let mask = output(moot_run_default_signals(&[
+        "--",
+        "grep",
+        "-E",
+        "^Sig(Blk|Ign)",
+        "/proc/self/status",
+    ]));
+    let text = String::from_utf8_lossy(&mask.stdout);
+    let field = |name: &str| {
+        let line = text.lines().find(|l| l.starts_with(name)).expect(name);
+        u64::from_str_radix(line.rsplit('\t').next().unwrap(), 16).unwrap()
+    };
+    assert_eq!(field("SigBlk:"), 0, "{text}");
+    // HUP, INT, PIPE (which moot-run itself ignores) and TERM are at their default action.
+    let bit = |sig: Signal| 1u64 << (sig as i32 - 1);
+    let defaults =
+        bit(Signal::SIGHUP) | bit(Signal::SIGINT) | bit(Signal::SIGPIPE) | bit(Signal::SIGTERM);
+    assert_eq!(field("SigIgn:") & defaults, 0, "{text}");
+}
+
+#[test]
+fn the_commands_stdin_is_dev_null_even_when_ours_has_data() {
+    let out = moot::testkit::run(
+        BIN,
+        &["--".into(), "cat".into()],
+        b"this must not reach the command",
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.stdout, b"");
+}
+
+#[test]
+fn argv_comes_from_stdin_when_none_is_given() {
+    let out = moot::testkit::run(
+        BIN,
+        &[],
+        b"sh\0-c\0printf '%s|' \"$@\"; cat; echo end\0zero\0-- -x\n@y\0\0",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"-- -x\n@y||end\n");
+}
+
+#[test]
+fn argv_on_stdin_must_be_nul_terminated() {
+    let cut = moot::testkit::run(BIN, &[], b"sh\0-c\0echo hi");
+    assert_eq!(cut.status.code(), Some(125));
+    assert_eq!(
+        stderr(&cut),
+        "moot-run: argv on stdin (last token unterminated): every token must end with a NUL \
+         byte; was its producer cut off?\n"
+    );
+    assert_eq!(cut.stdout, b"");
+    let empty = moot::testkit::run(BIN, &[], b"");
+    assert_eq!(empty.status.code(), Some(125));
+    assert_eq!(
+        stderr(&empty),
+        "moot-run: no command (stdin is empty): give one after --, or pipe NUL-terminated argv \
+         on stdin\n"
+    );
+}
+
+#[test]
+fn a_signal_while_argv_is_awaited_on_stdin_stops_moot_run_and_cleans_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let stage = dir.path().join("stage");
+    fs::create_dir(&stage).unwrap();
+    let mut child = moot_run_default_signals(&["--cleanup", stage.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A producer that never finishes: stdin stays open.
+    let _producer = child.stdin.take().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let status = wait_bounded(&mut child);
+    let mut errors = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut errors)
+        .unwrap();
+    assert_eq!(status.code(), Some(125));
+    assert_eq!(
+        errors,
+        "moot-run: interrupted (SIGINT) while reading the command from stdin: nothing was run\n"
+    );
+    assert!(!stage.exists());
+}
+
+#[test]
+fn a_missing_binary_exits_127_naming_it_and_the_path_searched() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = dir.path().join("s.json");
+    let out = output(
+        moot_run(&[
+            "--status-file",
+            status.to_str().unwrap(),
+            "--",
+            "no-such-agent-cli",
+        ])
+        .env("PATH", "/nonexistent/a:/nonexistent/b"),
+    );
+    assert_eq!(out.status.code(), Some(127));
+    assert_eq!(
+        stderr(&out),
+        "moot-run: command not found (no-such-agent-cli): searched \
+         PATH=/nonexistent/a:/nonexistent/b\n"
+    );
+    assert_eq!(
+        fs::read_to_string(&status).unwrap(),
+        "{\"exit_code\":127,\"signal\":null,\"timed_out\":false,\"elapsed_ms\":null,\"pid\":null}\n"
+    );
+}
+
+#[test]
+fn a_file_that_is_not_executable_exits_126() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("agent");
+    fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o644)).unwrap();
+    let direct = output(moot_run(&["--", script.to_str().unwrap()]));
+    assert_eq!(direct.status.code(), Some(126));
+    assert_eq!(
+        stderr(&direct),
+        format!(
+            "moot-run: command not executable ({}): not an executable regular file\n",
+            script.display()
+        )
+    );
+    let searched = output(moot_run(&["--", "agent"]).env("PATH", dir.path()));
+    assert_eq!(searched.status.code(), Some(126));
+}
+
+#[test]
+fn a_missing_interpreter_is_127_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("agent");
+    fs::write(&script, "#!/nonexistent/interpreter\n").unwrap();
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    let out = output(moot_run(&["--", script.to_str().unwrap()]));
+    assert_eq!(out.status.code(), Some(127));
+    assert!(
+        stderr(&out).ends_with("its #! interpreter may be missing\n"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn the_status_file_records_the_exit_and_the_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = dir.path().join("s.json");
+    let path = status.to_str().unwrap();
+    let out = output(moot_run(&[
+        "--status-file",
+        path,
+        "--",
+        "sh",
+        "-c",
+        "exit 3",
+    ]));
+    assert_eq!(out.status.code(), Some(3));
+    let outcome = status_file(&status);
+    assert_eq!(
+        (outcome.exit_code, outcome.signal, outcome.timed_out),
+        (3, None, false)
+    );
+    assert!(outcome.pid.unwrap() > 0);
+    assert!(outcome.elapsed_ms.is_some());
+
+    let out = output(moot_run(&[
+        "--status-file",
+        path,
+        "--",
+        "sh",
+        "-c",
+        "kill -KILL $$",
+    ]));
+    assert_eq!(out.status.code(), Some(137));
+    let outcome = status_file(&status);
+    assert_eq!(outcome.exit_code, 137);
+    assert_eq!(outcome.signal.as_deref(), Some("SIGKILL"));
+    assert!(!outcome.timed_out);
+    // No temporary file is left beside it.
+    let names: Vec<_> = fs::read_dir(dir.path()).unwrap().flatten().collect();
+    assert_eq!(names.len(), 1);
+}
+
+#[test]
+fn the_status_file_exists_when_stdout_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..20 {
+        let status = dir.path().join(format!("s{round}.json"));
+        let mut child = moot_run(&[
+            "--status-file",
+            status.to_str().unwrap(),
+            "--",
+            "echo",
+            "answer",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+        let mut stdout = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut stdout)
+            .unwrap();
+        // End of input is when a parser downstream reads the file: it must be complete now.
+        let outcome = status_file(&status);
+        assert_eq!(outcome.exit_code, 0, "round {round}");
+        assert_eq!(stdout, "answer\n");
+        wait_bounded(&mut child);
+    }
+}
+
+#[test]
+fn a_status_file_that_cannot_be_written_is_moot_runs_failure() {
+    let out = output(moot_run(&[
+        "--status-file",
+        "/nonexistent/dir/s.json",
+        "--",
+        "true",
+    ]));
+    assert_eq!(out.status.code(), Some(125));
+    let errors = stderr(&out);
+    assert!(
+        errors.starts_with("moot-run: cannot write --status-file (/nonexistent/dir/s.json): "),
+        "{errors}"
+    );
+    assert_eq!(errors.lines().count(), 1);
+}
+
+#[test]
+fn stdout_held_open_by_a_process_that_left_the_group_does_not_hang_moot_run() {
+    // The documented residual: setsid escapes the group. moot-run must still finish, say why it
+    // stopped reading, and report the command's own status.
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("escapee");
+    let script = format!(
+        "setsid sh -c 'echo $$ > {pid}.tmp && mv {pid}.tmp {pid}; exec sleep 30' 2>/dev/null & \
+         while [ ! -e {pid} ]; do sleep 0.05; done; echo done",
+        pid = pid_file.display()
+    );
+    let out = output(moot_run(&["--grace", "0.2", "--", "sh", "-c", &script]));
+    let escapee: i32 = fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let _ = kill(Pid::from_raw(escapee), Signal::SIGKILL);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.stdout, b"done\n");
+    assert_eq!(
+        stderr(&out),
+        "moot-run: stopped reading the command's stdout 1.0 s after its process group ended: a \
+         process outside the group (setsid?) still holds it open\n"
+    );
+}
+
+#[test]
+fn a_closed_stdout_still_leaves_a_complete_transcript() {
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("t");
+    let mut child = moot_run(&[
+        "--transcript",
+        transcript.to_str().unwrap(),
+        "--",
+        "head",
+        "-c",
+        "1048576",
+        "/dev/zero",
+    ])
+    .stdout(Stdio::piped())
+    .spawn()
+    .unwrap();
+    drop(child.stdout.take()); // The reader goes away at once.
+    let status = wait_bounded(&mut child);
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(fs::metadata(&transcript).unwrap().len(), 1 << 20);
+}
+
+/// The environment the preset tests start from: known names only.
+fn preset_env(command: &mut Command, extra: &[(&str, &str)]) {
+    command
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", "/home/agent")
+        .env("LC_ALL", "C")
+        .env("XDG_CONFIG_HOME", "/home/agent/.config")
+        .env("OMP_PROFILE", "work")
+        .env("ANTHROPIC_API_KEY", "sk-should-not-leak")
+        .env("GITHUB_TOKEN", "ghp-should-not-leak")
+        .env("FOO", "bar");
+    for (name, value) in extra {
+        command.env(name, value);
+    }
+}
+
+fn env_lines(out: &Output) -> Vec<String> {
+    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn an_env_preset_keeps_only_the_allowlist_and_the_runtimes_names() {
+    let mut command = moot_run(&["--env-preset", "omp", "--", "env"]);
+    preset_env(&mut command, &[]);
+    let out = output(&mut command);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+    assert_eq!(
+        env_lines(&out),
+        [
+            "HOME=/home/agent",
+            "LC_ALL=C",
+            "OMP_PROFILE=work",
+            "PATH=/usr/bin:/bin",
+            "XDG_CONFIG_HOME=/home/agent/.config",
+        ]
+    );
+}
+
+#[test]
+fn keep_adds_names_and_prefixes() {
+    let mut command = moot_run(&[
+        "--env-preset",
+        "claude",
+        "--keep",
+        "FOO",
+        "--keep",
+        "GITHUB_*",
+        "--",
+        "env",
+    ]);
+    preset_env(&mut command, &[]);
+    let out = output(&mut command);
+    assert_eq!(
+        env_lines(&out),
+        [
+            "ANTHROPIC_API_KEY=sk-should-not-leak",
+            "FOO=bar",
+            "GITHUB_TOKEN=ghp-should-not-leak",
+            "HOME=/home/agent",
+            "LC_ALL=C",
+            "PATH=/usr/bin:/bin",
+            "XDG_CONFIG_HOME=/home/agent/.config",
+        ]
+    );
+}
+
+#[test]
+fn the_omp_broker_pair_is_kept_or_dropped_together() {
+    let mut both = moot_run(&["--env-preset", "omp", "--", "env"]);
+    preset_env(
+        &mut both,
+        &[
+            ("OMP_AUTH_BROKER_URL", "http://127.0.0.1:9"),
+            ("OMP_AUTH_BROKER_TOKEN", "tok"),
+        ],
+    );
+    let out = output(&mut both);
+    let lines = env_lines(&out);
+    assert!(lines.contains(&"OMP_AUTH_BROKER_URL=http://127.0.0.1:9".to_string()));
+    assert!(lines.contains(&"OMP_AUTH_BROKER_TOKEN=tok".to_string()));
+    assert_eq!(stderr(&out), "");
+
+    let mut half = moot_run(&["--env-preset", "omp", "--", "env"]);
+    preset_env(
+        &mut half,
+        &[("OMP_AUTH_BROKER_URL", "http://secret-host:9")],
+    );
+    let out = output(&mut half);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!env_lines(&out)
+        .iter()
+        .any(|l| l.starts_with("OMP_AUTH_BROKER")));
+    assert_eq!(
+        stderr(&out),
+        "moot-run: OMP_AUTH_BROKER_URL set without OMP_AUTH_BROKER_TOKEN: dropped \
+         (OMP_AUTH_BROKER_URL and OMP_AUTH_BROKER_TOKEN are kept or dropped together)\n"
+    );
+}
+
+#[test]
+fn without_a_preset_the_environment_is_inherited_unchanged() {
+    let mut command = moot_run(&["--", "env"]);
+    preset_env(&mut command, &[]);
+    let lines = env_lines(&output(&mut command));
+    assert!(lines.contains(&"ANTHROPIC_API_KEY=sk-should-not-leak".to_string()));
+    assert!(lines.contains(&"FOO=bar".to_string()));
+    assert_eq!(lines.len(), 8);
+}
+
+#[test]
+fn usage_errors_exit_125_on_one_line() {
+    for (args, message) in [
+        (
+            vec!["--deadline", "soon", "--", "true"],
+            "moot-run: invalid value 'soon' for '--deadline <SECS>': not a number of seconds (see --help)\n",
+        ),
+        (
+            vec!["--deadline", "0", "--", "true"],
+            "moot-run: invalid value '0' for '--deadline <SECS>': the deadline must be more \
+             than 0 seconds (see --help)\n",
+        ),
+        (
+            vec!["--keep", "FOO", "--", "true"],
+            "moot-run: the following required arguments were not provided: --env-preset \
+             <RUNTIME> (see --help)\n",
+        ),
+        (
+            vec!["--keep", "*", "--env-preset", "omp", "--", "true"],
+            "moot-run: invalid value '*' for '--keep <VAR>': a variable name, or a prefix \
+             followed by * (a bare * would keep everything: leave out --env-preset instead) (see --help)\n",
+        ),
+    ] {
+        let out = output(moot_run(&args));
+        assert_eq!(out.status.code(), Some(125), "{args:?}");
+        assert_eq!(stderr(&out), message, "{args:?}");
+    }
+    let unknown = output(moot_run(&["--env-preset", "gpt", "--", "true"]));
+    assert_eq!(unknown.status.code(), Some(125));
+    assert!(stderr(&unknown).starts_with("moot-run: invalid value 'gpt' for '--env-preset"));
+    assert_eq!(stderr(&unknown).lines().count(), 1);
+}
+
+/// Runs moot-run with `--cleanup` on a fresh staged directory and returns whether it is gone.
+fn cleaned_after(args: &[&str], signal: Option<Signal>) -> (bool, Option<i32>) {
+    let dir = tempfile::tempdir().unwrap();
+    let stage = dir.path().join("stage");
+    fs::create_dir_all(stage.join("nested")).unwrap();
+    fs::write(stage.join("nested/prompt.md"), "secret prompt").unwrap();
+    let mut all = vec!["--cleanup", stage.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let code = match signal {
+        None => output(moot_run(&all)).status.code(),
+        Some(sig) => {
+            let mut child = spawn_with_default_signals(&all);
+            let mut first = String::new();
+            BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut first)
+                .unwrap();
+            kill(Pid::from_raw(child.id() as i32), sig).unwrap();
+            wait_bounded(&mut child).code()
+        }
+    };
+    (!stage.exists(), code)
+}
+
+#[test]
+fn cleanup_removes_the_staged_directory_on_every_path() {
+    let cases: [(&[&str], Option<Signal>, i32); 6] = [
+        (&["--", "true"], None, 0),
+        (&["--", "false"], None, 1),
+        (&["--deadline", "0.3", "--", "sleep", "100"], None, 124),
+        (&["--", "no-such-agent-cli"], None, 127),
+        (
+            &["--transcript", "/nonexistent/dir/t", "--", "true"],
+            None,
+            125,
+        ),
+        (
+            &["--", "sh", "-c", "echo ready; exec sleep 100"],
+            Some(Signal::SIGTERM),
+            143,
+        ),
+    ];
+    for (args, signal, expected) in cases {
+        let (removed, code) = cleaned_after(args, signal);
+        assert_eq!(code, Some(expected), "{args:?}");
+        assert!(removed, "the staged directory survived {args:?}");
+    }
+}
+
+#[test]
+fn cleanup_of_a_directory_never_created_is_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let never = dir.path().join("stage");
+    let out = output(moot_run(&[
+        "--cleanup",
+        never.to_str().unwrap(),
+        "--",
+        "true",
+    ]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).is_empty());
+}
+
+#[test]
+fn cleanup_refuses_what_is_not_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    fs::write(&file, "keep me").unwrap();
+    let out = output(moot_run(&[
+        "--cleanup",
+        file.to_str().unwrap(),
+        "--",
+        "true",
+    ]));
+    assert_eq!(out.status.code(), Some(125));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "moot-run: --cleanup ({}): not a directory (a file or symlink is never removed)\n",
+            file.display()
+        )
+    );
+    assert!(file.exists());
+}
+
+#[test]
+fn man_page_documents_every_flag() {
+    moot::testkit::check_man_page(BIN, "moot-run.1");
+}

@@ -1,0 +1,648 @@
+//! moot-sandbox against the real kernel: every denial is proven by a real process failing, as
+//! root too (Landlock confines root). A test that needs a newer Landlock ABI than the kernel has
+//! says so on stderr and skips.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs;
+use std::io::Read;
+use std::net::TcpListener;
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{SocketAddr, UnixListener};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_moot-sandbox");
+
+fn sandbox(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run moot-sandbox")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// The kernel's Landlock ABI, from `--check` (0 without Landlock).
+fn kernel_abi() -> i64 {
+    static ABI: OnceLock<i64> = OnceLock::new();
+    *ABI.get_or_init(|| {
+        let check: serde_json::Value =
+            serde_json::from_slice(&sandbox(&["--check"]).stdout).expect("--check prints JSON");
+        check["kernel_abi"].as_i64().unwrap_or(0)
+    })
+}
+
+/// False, with a loud note, when the kernel's ABI is older than `needed`.
+fn kernel_has(needed: i64, test: &str) -> bool {
+    let abi = kernel_abi();
+    if abi < needed {
+        eprintln!("SKIPPED {test}: needs Landlock ABI {needed}, this kernel has ABI {abi}");
+        return false;
+    }
+    true
+}
+
+/// A fresh directory tree: `ws` (to grant), `outside` (never granted), a secret beside them.
+struct Tree {
+    _root: tempfile::TempDir,
+    ws: PathBuf,
+    outside: PathBuf,
+    secret: PathBuf,
+}
+
+fn tree() -> Tree {
+    let root = tempfile::tempdir().unwrap();
+    let ws = root.path().join("ws");
+    let outside = root.path().join("outside");
+    fs::create_dir(&ws).unwrap();
+    fs::create_dir(&outside).unwrap();
+    let secret = outside.join("secret");
+    fs::write(&secret, "top secret\n").unwrap();
+    Tree {
+        _root: root,
+        ws,
+        outside,
+        secret,
+    }
+}
+
+#[test]
+fn check_reports_the_kernel_and_a_real_probe() {
+    if !kernel_has(1, "check_reports_the_kernel_and_a_real_probe") {
+        return;
+    }
+    let out = sandbox(&["--check"]);
+    let check: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(check["landlock"], "available");
+    assert_eq!(check["target_abi"], 7);
+    assert_eq!(check["probe"]["passed"], true, "{check}");
+    assert_eq!(check["probe"]["no_new_privs"], true);
+    assert_eq!(check["probe"]["ruleset"], "fully_enforced");
+    assert_eq!(check["probe"]["allowed_write"]["succeeded"], true);
+    assert_eq!(check["probe"]["denied_write"]["succeeded"], false);
+    assert_eq!(check["probe"]["denied_write"]["errno"], "EACCES");
+    let enforceable = check["enforceable"].as_array().unwrap();
+    assert!(enforceable.contains(&"fs.write_file".into()));
+    if kernel_abi() >= 7 {
+        assert_eq!(out.status.code(), Some(0), "{check}");
+        assert_eq!(check["not_enforceable"], serde_json::json!([]));
+        assert_eq!(enforceable.len(), 20, "{check}");
+    } else {
+        assert_eq!(out.status.code(), Some(3));
+        assert!(!check["not_enforceable"].as_array().unwrap().is_empty());
+    }
+    assert_eq!(stderr(&out), "");
+}
+
+#[test]
+fn writes_succeed_inside_rw_and_fail_with_eacces_outside() {
+    if !kernel_has(1, "writes_succeed_inside_rw_and_fail_with_eacces_outside") {
+        return;
+    }
+    let t = tree();
+    let script = format!(
+        "echo in > {ws}/made; echo out > {out}/made; rm {secret}; echo tail >> {secret}",
+        ws = path(&t.ws),
+        out = path(&t.outside),
+        secret = path(&t.secret)
+    );
+    let out = sandbox(&["--rw", path(&t.ws), "--", "sh", "-c", &script]);
+    assert_eq!(fs::read_to_string(t.ws.join("made")).unwrap(), "in\n");
+    assert!(
+        !t.outside.join("made").exists(),
+        "a write outside --rw landed"
+    );
+    assert_eq!(fs::read_to_string(&t.secret).unwrap(), "top secret\n");
+    let errors = stderr(&out);
+    assert_eq!(
+        errors.matches("Permission denied").count(),
+        3,
+        "every denial is EACCES: {errors}"
+    );
+    assert_ne!(out.status.code(), Some(0));
+}
+
+#[test]
+fn ro_paths_can_be_read_but_not_written_truncated_or_executed() {
+    if !kernel_has(
+        3,
+        "ro_paths_can_be_read_but_not_written_truncated_or_executed",
+    ) {
+        return;
+    }
+    let t = tree();
+    let tool = t.outside.join("tool");
+    fs::copy("/bin/true", &tool).unwrap();
+    let script = format!(
+        // Not `: >`: a redirection failing on a special builtin would end the script.
+        "cat {secret}; true > {secret}; echo x > {out}/new; {tool}",
+        secret = path(&t.secret),
+        out = path(&t.outside),
+        tool = path(&tool)
+    );
+    let out = sandbox(&["--ro", path(&t.outside), "--", "sh", "-c", &script]);
+    assert_eq!(stdout(&out), "top secret\n");
+    assert_eq!(
+        fs::read_to_string(&t.secret).unwrap(),
+        "top secret\n",
+        "truncated"
+    );
+    assert!(!t.outside.join("new").exists());
+    assert_eq!(
+        stderr(&out).matches("Permission denied").count(),
+        3,
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(126),
+        "the last command could not be executed"
+    );
+}
+
+#[test]
+fn reads_outside_every_rule_fail() {
+    if !kernel_has(1, "reads_outside_every_rule_fail") {
+        return;
+    }
+    let t = tree();
+    let denied = sandbox(&["--rw", path(&t.ws), "--", "cat", path(&t.secret)]);
+    assert_eq!(denied.status.code(), Some(1));
+    assert_eq!(stdout(&denied), "");
+    assert_eq!(
+        stderr(&denied),
+        format!("cat: {}: Permission denied\n", t.secret.display())
+    );
+    let listing = sandbox(&["--", "ls", path(&t.outside)]);
+    assert_ne!(listing.status.code(), Some(0));
+    assert!(stderr(&listing).contains("Permission denied"));
+    let allowed = sandbox(&["--ro", path(&t.outside), "--", "cat", path(&t.secret)]);
+    assert_eq!(allowed.status.code(), Some(0));
+    assert_eq!(stdout(&allowed), "top secret\n");
+}
+
+#[test]
+fn executing_outside_rx_fails() {
+    if !kernel_has(1, "executing_outside_rx_fails") {
+        return;
+    }
+    let t = tree();
+    let bin = t.ws.join("bin");
+    fs::create_dir(&bin).unwrap();
+    let tool = bin.join("tool");
+    fs::copy("/bin/true", &tool).unwrap();
+    let run = |grant: &str| sandbox(&[grant, path(&bin), "--", "sh", "-c", path(&tool)]);
+    let denied = run("--ro");
+    assert_eq!(denied.status.code(), Some(126));
+    assert!(
+        stderr(&denied).contains("Permission denied"),
+        "{}",
+        stderr(&denied)
+    );
+    assert_eq!(run("--rx").status.code(), Some(0));
+    assert_eq!(run("--rw").status.code(), Some(0));
+}
+
+#[test]
+fn a_command_the_sandbox_cannot_execute_exits_126_with_a_hint() {
+    if !kernel_has(
+        1,
+        "a_command_the_sandbox_cannot_execute_exits_126_with_a_hint",
+    ) {
+        return;
+    }
+    let out = sandbox(&["--no-defaults", "--", "/usr/bin/true"]);
+    assert_eq!(out.status.code(), Some(126));
+    assert_eq!(
+        stderr(&out),
+        "moot-sandbox: cannot run (/usr/bin/true): Permission denied (os error 13): the sandbox \
+         may deny the binary, its #! interpreter or its shared libraries; grant them with --rx\n"
+    );
+}
+
+#[test]
+fn no_defaults_grants_nothing_but_what_is_named() {
+    if !kernel_has(1, "no_defaults_grants_nothing_but_what_is_named") {
+        return;
+    }
+    let out = sandbox(&[
+        "--no-defaults",
+        "--rx",
+        "/usr",
+        "--rx-try",
+        "/lib",
+        "--rx-try",
+        "/lib64",
+        "--",
+        "/usr/bin/cat",
+        "/etc/hostname",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "/usr/bin/cat: /etc/hostname: Permission denied\n"
+    );
+    let with_defaults = sandbox(&["--", "cat", "/etc/hostname"]);
+    assert_eq!(
+        with_defaults.status.code(),
+        Some(0),
+        "{}",
+        stderr(&with_defaults)
+    );
+}
+
+#[test]
+fn the_command_runs_with_no_new_privs() {
+    if !kernel_has(1, "the_command_runs_with_no_new_privs") {
+        return;
+    }
+    let out = sandbox(&["--", "grep", "NoNewPrivs", "/proc/self/status"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "NoNewPrivs:\t1\n");
+}
+
+#[test]
+fn devices_are_usable_by_default_and_tmp_is_not_granted() {
+    if !kernel_has(1, "devices_are_usable_by_default_and_tmp_is_not_granted") {
+        return;
+    }
+    let out = sandbox(&[
+        "--",
+        "sh",
+        "-c",
+        "echo x > /dev/null && head -c 4 /dev/urandom | wc -c && : > /tmp/moot-sandbox-probe",
+    ]);
+    assert_eq!(stdout(&out).trim(), "4");
+    assert!(
+        stderr(&out).contains("Permission denied"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!Path::new("/tmp/moot-sandbox-probe").exists());
+}
+
+#[test]
+fn atomic_replace_and_rename_across_writable_roots_work() {
+    if !kernel_has(2, "atomic_replace_and_rename_across_writable_roots_work") {
+        return;
+    }
+    let t = tree();
+    let other = t.ws.parent().unwrap().join("other");
+    fs::create_dir(&other).unwrap();
+    let script = format!(
+        "cd {ws} && echo v1 > f && mkdir d && echo v2 > d/tmp && mv d/tmp f && mv f {other}/f",
+        ws = path(&t.ws),
+        other = path(&other)
+    );
+    let out = sandbox(&[
+        "--rw",
+        path(&t.ws),
+        "--rw",
+        path(&other),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(fs::read_to_string(other.join("f")).unwrap(), "v2\n");
+    let escape = format!(
+        "mv {ws}/d {out}/d",
+        ws = path(&t.ws),
+        out = path(&t.outside)
+    );
+    let denied = sandbox(&["--rw", path(&t.ws), "--", "sh", "-c", &escape]);
+    assert_ne!(denied.status.code(), Some(0));
+    assert!(t.ws.join("d").exists());
+}
+
+/// Runs bash's /dev/tcp connect to 127.0.0.1:`port` under `flags`; returns whether it connected.
+fn connects(port: u16, flags: &[&str]) -> (bool, String) {
+    let script = format!("exec 3<>/dev/tcp/127.0.0.1/{port}");
+    let mut args = flags.to_vec();
+    args.extend_from_slice(&["--", "bash", "-c", &script]);
+    let out = sandbox(&args);
+    (out.status.code() == Some(0), stderr(&out))
+}
+
+#[test]
+fn tcp_connect_is_denied_unless_its_port_is_allowed() {
+    if !kernel_has(4, "tcp_connect_is_denied_unless_its_port_is_allowed") {
+        return;
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let other = if port == 1 { 2 } else { port - 1 }.to_string();
+    let allowed = port.to_string();
+    assert!(connects(port, &[]).0, "TCP is not restricted by default");
+    let (ok, errors) = connects(port, &["--no-net"]);
+    assert!(!ok);
+    assert!(errors.contains("Permission denied"), "{errors}");
+    assert!(connects(port, &["--connect", &allowed]).0);
+    assert!(connects(port, &["--no-net", "--connect", &allowed]).0);
+    assert!(!connects(port, &["--connect", &other]).0);
+    assert!(
+        !connects(port, &["--bind", &allowed]).0,
+        "bind does not allow connect"
+    );
+}
+
+/// Node, as the real CLI: omp and most agent CLIs run on node or bun.
+fn node() -> Option<PathBuf> {
+    let node = std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|dir| Path::new(dir).join("node"))
+        .find(|candidate| candidate.is_file());
+    if node.is_none() {
+        eprintln!("SKIPPED: node is not installed; these tests run a real node under the sandbox");
+    }
+    node
+}
+
+#[test]
+fn tcp_bind_is_denied_unless_its_port_is_allowed() {
+    if !kernel_has(4, "tcp_bind_is_denied_unless_its_port_is_allowed") || node().is_none() {
+        return;
+    }
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let script = format!(
+        "require('net').createServer().listen({port}, '127.0.0.1', () => {{ \
+         console.log('bound'); process.exit(0) }}).on('error', e => {{ \
+         console.log(e.code); process.exit(1) }})"
+    );
+    let bind = |flags: &[&str]| {
+        let mut args = flags.to_vec();
+        args.extend_from_slice(&["--", "node", "-e", &script]);
+        stdout(&sandbox(&args))
+    };
+    assert_eq!(bind(&["--no-net"]), "EACCES\n");
+    assert_eq!(bind(&["--connect", &port]), "EACCES\n");
+    assert_eq!(bind(&["--bind", &port]), "bound\n");
+}
+
+#[test]
+fn a_signal_to_a_process_outside_the_sandbox_is_denied() {
+    if !kernel_has(6, "a_signal_to_a_process_outside_the_sandbox_is_denied") {
+        return;
+    }
+    let mut outsider = Command::new("sleep").arg("100").spawn().unwrap();
+    let pid = outsider.id().to_string();
+    let denied = sandbox(&["--", "kill", "-TERM", &pid]);
+    assert_ne!(denied.status.code(), Some(0));
+    assert!(
+        stderr(&denied).contains("Operation not permitted"),
+        "{}",
+        stderr(&denied)
+    );
+    assert!(
+        outsider.try_wait().unwrap().is_none(),
+        "the signal got through"
+    );
+    // Inside the sandbox, signals still work: the shell signals its own child.
+    let inside = sandbox(&[
+        "--",
+        "sh",
+        "-c",
+        "sleep 100 & kill -TERM $! && wait $!; echo $?",
+    ]);
+    assert_eq!(stdout(&inside), "143\n");
+    let unscoped = sandbox(&["--no-scope", "--", "kill", "-TERM", &pid]);
+    assert_eq!(unscoped.status.code(), Some(0), "{}", stderr(&unscoped));
+    let start = Instant::now();
+    while outsider.try_wait().unwrap().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "kill had no effect"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A python3 (it speaks abstract UNIX sockets; node 20 does not): its executable and the tree to
+/// grant it (a pyenv install lives outside the default paths).
+fn python3() -> Option<(String, String)> {
+    let found = Command::new("python3")
+        .args([
+            "-c",
+            "import sys; print(sys.executable); print(sys.base_prefix)",
+        ])
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .and_then(|out| {
+            let text = String::from_utf8(out.stdout).ok()?;
+            let mut lines = text.lines().map(str::to_string);
+            Some((lines.next()?, lines.next()?))
+        });
+    if found.is_none() {
+        eprintln!("SKIPPED: python3 is not installed; it connects to the abstract socket");
+    }
+    found
+}
+
+#[test]
+fn an_abstract_unix_socket_outside_the_sandbox_is_unreachable() {
+    if !kernel_has(
+        6,
+        "an_abstract_unix_socket_outside_the_sandbox_is_unreachable",
+    ) {
+        return;
+    }
+    let Some((python, prefix)) = python3() else {
+        return;
+    };
+    let name = format!("moot-sandbox-test-{}", std::process::id());
+    let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let _listener = UnixListener::bind_addr(&addr).unwrap();
+    let script = format!(
+        "import socket\n\
+         s = socket.socket(socket.AF_UNIX)\n\
+         try:\n    s.connect('\\0{name}'); print('connected')\n\
+         except OSError as e:\n    print(e.strerror)"
+    );
+    let scoped = sandbox(&["--rx", &prefix, "--", &python, "-c", &script]);
+    assert_eq!(
+        stdout(&scoped),
+        "Operation not permitted\n",
+        "{}",
+        stderr(&scoped)
+    );
+    let unscoped = sandbox(&["--rx", &prefix, "--no-scope", "--", &python, "-c", &script]);
+    assert_eq!(stdout(&unscoped), "connected\n", "{}", stderr(&unscoped));
+}
+
+#[test]
+fn a_real_cli_runs_and_writes_only_inside_its_workspace() {
+    if !kernel_has(1, "a_real_cli_runs_and_writes_only_inside_its_workspace") {
+        return;
+    }
+    let Some(node) = node() else { return };
+    let t = tree();
+    let script = format!(
+        "const fs = require('fs'); \
+         fs.writeFileSync('answer.md', 'done'); \
+         fs.mkdirSync('src/nested', {{ recursive: true }}); \
+         fs.renameSync('answer.md', 'src/nested/answer.md'); \
+         for (const p of ['{out}/escape', '{home}/.moot-escape', '/tmp/moot-escape']) {{ \
+           try {{ fs.writeFileSync(p, 'x'); console.log('WROTE ' + p) }} \
+           catch (e) {{ console.log(e.code) }} }} \
+         try {{ fs.readFileSync('{secret}') ; console.log('READ') }} \
+         catch (e) {{ console.log(e.code) }} \
+         require('child_process').execFileSync('sh', ['-c', 'echo child >> src/log']);",
+        out = path(&t.outside),
+        home = std::env::var("HOME").unwrap_or_else(|_| "/root".into()),
+        secret = path(&t.secret)
+    );
+    let out = Command::new(BIN)
+        .args(["--rw", path(&t.ws), "--", path(&node), "-e", &script])
+        .current_dir(&t.ws)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "EACCES\nEACCES\nEACCES\nEACCES\n");
+    assert_eq!(
+        fs::read_to_string(t.ws.join("src/nested/answer.md")).unwrap(),
+        "done"
+    );
+    assert_eq!(fs::read_to_string(t.ws.join("src/log")).unwrap(), "child\n");
+    let mut left: Vec<_> = fs::read_dir(&t.outside)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["secret"]);
+}
+
+#[test]
+fn missing_paths_are_errors_unless_optional_and_paths_must_be_absolute() {
+    let missing = sandbox(&["--ro", "/nonexistent/moot", "--", "true"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert_eq!(
+        stderr(&missing),
+        "moot-sandbox: --ro (/nonexistent/moot): no such file or directory: create it, or use \
+         --ro-try for a path that may be absent\n"
+    );
+    let relative = sandbox(&["--rw", "work", "--", "true"]);
+    assert_eq!(relative.status.code(), Some(2));
+    assert_eq!(
+        stderr(&relative),
+        "moot-sandbox: --rw (work): not an absolute path: write it from / (\"$PWD/work\")\n"
+    );
+    if kernel_has(
+        1,
+        "missing_paths_are_errors_unless_optional (the optional half)",
+    ) {
+        let optional = sandbox(&["--rw-try", "/nonexistent/moot", "--", "true"]);
+        assert_eq!(optional.status.code(), Some(0), "{}", stderr(&optional));
+    }
+}
+
+#[test]
+fn missing_and_unexecutable_commands_exit_127_and_126() {
+    let missing = Command::new(BIN)
+        .args(["--", "no-such-agent-cli"])
+        .env("PATH", "/nonexistent/a:/nonexistent/b")
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(127));
+    assert_eq!(
+        stderr(&missing),
+        "moot-sandbox: command not found (no-such-agent-cli): searched \
+         PATH=/nonexistent/a:/nonexistent/b\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("agent");
+    fs::write(&script, "#!/bin/sh\n").unwrap();
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o644)).unwrap();
+    let unexecutable = sandbox(&["--", path(&script)]);
+    assert_eq!(unexecutable.status.code(), Some(126));
+    assert_eq!(
+        stderr(&unexecutable),
+        format!(
+            "moot-sandbox: command not executable ({}): not an executable regular file\n",
+            script.display()
+        )
+    );
+}
+
+#[test]
+fn usage_errors_exit_2_on_one_line() {
+    for (args, message) in [
+        (
+            vec!["--connect", "70000", "--", "true"],
+            "moot-sandbox: invalid value '70000' for '--connect <PORT>': 70000 is not in \
+             0..=65535 (see --help)\n",
+        ),
+        (
+            vec!["--ro", "/"],
+            "moot-sandbox: the following required arguments were not provided: <COMMAND>... (see --help)\n",
+        ),
+        (
+            vec!["--check", "--", "true"],
+            "moot-sandbox: the argument '--check' cannot be used with '[COMMAND]...' (see --help)\n",
+        ),
+    ] {
+        let out = sandbox(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(stderr(&out), message, "{args:?}");
+    }
+}
+
+#[test]
+fn best_effort_on_a_kernel_that_enforces_everything_says_nothing() {
+    if !kernel_has(
+        7,
+        "best_effort_on_a_kernel_that_enforces_everything_says_nothing",
+    ) {
+        return;
+    }
+    let out = sandbox(&["--best-effort", "--no-net", "--", "true"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stderr(&out), "");
+}
+
+#[test]
+fn the_sandbox_outlives_exec_into_every_descendant() {
+    if !kernel_has(1, "the_sandbox_outlives_exec_into_every_descendant") {
+        return;
+    }
+    let t = tree();
+    let script = format!(
+        "sh -c 'sh -c \"echo deep > {out}/deep\"'; cat {secret}",
+        out = path(&t.outside),
+        secret = path(&t.secret)
+    );
+    let out = sandbox(&["--", "sh", "-c", &script]);
+    assert!(!t.outside.join("deep").exists());
+    assert_eq!(stdout(&out), "");
+    let mut errors = String::new();
+    out.stderr.as_slice().read_to_string(&mut errors).unwrap();
+    assert_eq!(errors.matches("Permission denied").count(), 2, "{errors}");
+}
+
+#[test]
+fn man_page_documents_every_flag() {
+    moot::testkit::check_man_page(BIN, "moot-sandbox.1");
+}

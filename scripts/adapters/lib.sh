@@ -1,0 +1,130 @@
+# The one pipeline every scripts/adapters/<runtime>/adapter.sh runs. Sourced, POSIX sh.
+#
+# The adapter.sh contract (seed 002): settings arrive in the environment, never from a config
+# file; stdout carries only the response; stderr carries diagnostics and never a credential;
+# exit 0 is success and anything else a failure.
+#
+#   MOSAIC_REQUEST             the request text (required; may hold newlines)
+#   MOSAIC_SYSTEM_PROMPT_FILE  absolute path of the system prompt: read, never modified
+#   MOSAIC_PROVIDER, MOSAIC_MODEL, MOSAIC_THINKING
+#   MOSAIC_WORKSPACE           the workspace: the run happens there, confined by moot-sandbox to
+#                              write only inside it
+#   MOSAIC_SESSION_DIR         where a resuming runtime keeps its session id between turns
+#   MOOT_DEADLINE              seconds the run may take (optional)
+#   MOOT_POLICY                autonomy policy; default workspace-write with a workspace, else
+#                              read-only
+#   MOOT_SANDBOX_FLAGS         extra moot-sandbox grants, split on blanks (for example the CLI's
+#                              install directory: --rx /opt/omp)
+
+# moot_die STATUS MESSAGE: one diagnostic line, then exit.
+moot_die() {
+    moot_status=$1
+    shift
+    printf '%s\n' "moot adapter ($moot_runtime): $*" >&2
+    exit "$moot_status"
+}
+
+# moot_require_file VAR PATH: an absolute path to a readable regular file.
+moot_require_file() {
+    case $2 in
+        /*) ;;
+        *) moot_die 2 "$1 ($2) must be an absolute path" ;;
+    esac
+    [ -f "$2" ] && [ -r "$2" ] || moot_die 2 "$1 ($2) is not a readable file"
+}
+
+# moot_qualified_model: the model selector, provider-qualified for routing harnesses (omp, pi) when the
+# model does not name its provider itself.
+moot_qualified_model() {
+    case ${MOSAIC_MODEL:-} in
+        '') ;;
+        */*) printf '%s' "$MOSAIC_MODEL" ;;
+        *) printf '%s' "${MOSAIC_PROVIDER:+$MOSAIC_PROVIDER/}$MOSAIC_MODEL" ;;
+    esac
+}
+
+# moot_prompt: the request, with the system prompt folded in front of it for runtimes that have
+# no system prompt input of their own (moot_fold_system_prompt=1).
+moot_prompt() {
+    if [ "${moot_fold_system_prompt:-0}" = 1 ] && [ -n "${MOSAIC_SYSTEM_PROMPT_FILE:-}" ]; then
+        cat "$MOSAIC_SYSTEM_PROMPT_FILE" && printf '\n\n'
+    fi
+    printf '%s' "$MOSAIC_REQUEST"
+}
+
+# moot_replace_program ARGV_FILE PROGRAM: runs PROGRAM (an absolute path) in place of the CLI
+# moot-render named, for a deployment that pins its binary (MOSAIC_CLAUDE_BIN).
+moot_replace_program() {
+    moot_named=$(tr '\000' '\n' <"$1" | head -n 1)
+    { printf '%s\000' "$2" && tail -c +$((${#moot_named} + 2)) "$1"; } >"$1.new" &&
+        mv "$1.new" "$1" || moot_die 1 "cannot rewrite the argv in $1"
+}
+
+# moot_adapter RUNTIME PARSER [moot-render flags...]
+# Set moot_program to run an absolute path instead of the CLI found on PATH.
+# PARSER is a moot-parse-* dialect, or "raw" for runtimes whose stdout is the answer itself.
+moot_adapter() {
+    moot_runtime=$1
+    moot_parser=$2
+    shift 2
+    [ -n "${MOSAIC_REQUEST+set}" ] || moot_die 2 "MOSAIC_REQUEST is not set: it carries the request"
+    [ -z "${MOSAIC_SYSTEM_PROMPT_FILE:-}" ] ||
+        moot_require_file MOSAIC_SYSTEM_PROMPT_FILE "$MOSAIC_SYSTEM_PROMPT_FILE"
+    if [ -n "${MOSAIC_WORKSPACE:-}" ]; then
+        [ -d "$MOSAIC_WORKSPACE" ] || moot_die 2 "MOSAIC_WORKSPACE ($MOSAIC_WORKSPACE) is not a directory"
+        cd "$MOSAIC_WORKSPACE" || moot_die 2 "cannot enter MOSAIC_WORKSPACE ($MOSAIC_WORKSPACE)"
+        moot_policy=${MOOT_POLICY:-workspace-write}
+    else
+        moot_policy=${MOOT_POLICY:-read-only}
+    fi
+
+    # Private scratch: the rendered argv, the stage directory, and out/ where moot-run (inside
+    # the sandbox) writes its status file.
+    moot_work=$(mktemp -d "${TMPDIR:-/tmp}/moot-adapter.XXXXXX") ||
+        moot_die 1 "cannot create a private work directory under ${TMPDIR:-/tmp}"
+    mkdir "$moot_work/out" || moot_die 1 "cannot create $moot_work/out"
+    trap 'rm -rf "$moot_work"' EXIT
+    trap 'exit 129' HUP
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    moot_stage=$moot_work/stage
+
+    # A refusal (bad model, bad effort, ...) is one line from moot-render and exit 2.
+    moot_prompt | moot-render "$moot_runtime" --policy "$moot_policy" --stage-dir "$moot_stage" \
+        ${MOSAIC_WORKSPACE:+--add-dir "$MOSAIC_WORKSPACE"} \
+        ${MOOT_DEADLINE:+--deadline "$MOOT_DEADLINE"} "$@" - >"$moot_work/argv" || exit
+    [ -z "${moot_program:-}" ] || moot_replace_program "$moot_work/argv" "$moot_program"
+
+    set -- moot-run --status-file "$moot_work/out/status" --cleanup "$moot_stage" \
+        ${MOOT_DEADLINE:+--deadline "$MOOT_DEADLINE"}
+    if [ -n "${MOSAIC_WORKSPACE:-}" ]; then
+        # The CLI itself must stay executable inside the sandbox: its directory on PATH, and the
+        # directory its symlink resolves to (an npm install's node_modules/.bin links).
+        moot_cli=$(tr '\000' '\n' <"$moot_work/argv" | head -n 1)
+        moot_cli_path=$(command -v "$moot_cli") || moot_cli_path=
+        moot_cli_real=$(readlink -f "$moot_cli_path" 2>/dev/null) || moot_cli_real=
+        # shellcheck disable=SC2086 # MOOT_SANDBOX_FLAGS is a list of flags on purpose
+        set -- moot-sandbox --rw "$MOSAIC_WORKSPACE" --ro-try "$moot_stage" --rw "$moot_work/out" \
+            ${MOSAIC_SYSTEM_PROMPT_FILE:+--ro "$MOSAIC_SYSTEM_PROMPT_FILE"} \
+            ${moot_cli_path:+--rx-try "${moot_cli_path%/*}"} \
+            ${moot_cli_real:+--rx-try "${moot_cli_real%/*}"} \
+            ${MOOT_SANDBOX_FLAGS:-} -- "$@"
+    fi
+
+    if [ "$moot_parser" = raw ]; then
+        "$@" <"$moot_work/argv"
+        return
+    fi
+    moot_session_file=
+    [ -n "${MOSAIC_SESSION_DIR:-}" ] && moot_session_file=$MOSAIC_SESSION_DIR/$moot_runtime.session
+    "$@" <"$moot_work/argv" |
+        moot-parse-"$moot_parser" --text --status-file "$moot_work/out/status" \
+            ${moot_session_file:+--session-file "$moot_session_file"}
+}
+
+# moot_saved_session RUNTIME: the session id an earlier successful turn left in
+# MOSAIC_SESSION_DIR, if any (the parser writes it only when a run succeeds).
+moot_saved_session() {
+    [ -n "${MOSAIC_SESSION_DIR:-}" ] && [ -s "$MOSAIC_SESSION_DIR/$1.session" ] &&
+        head -n 1 "$MOSAIC_SESSION_DIR/$1.session"
+}

@@ -1,0 +1,18 @@
+#!/bin/sh
+# pi under the adapter.sh contract: print mode, --no-skills, the system prompt as
+# --system-prompt, MOSAIC_THINKING as --thinking (omitted when unset), MOSAIC_EXTENSIONS (blank
+# separated) as -e files that must exist, and the session resumed from MOSAIC_SESSION_DIR.
+set -u
+. "$(dirname "$0")/../lib.sh"
+moot_runtime=pi
+model=$(moot_qualified_model)
+session=$(moot_saved_session pi) || session=
+set --
+for extension in ${MOSAIC_EXTENSIONS:-}; do
+    set -- "$@" --extension "$extension"
+done
+moot_adapter pi pi "$@" \
+    ${model:+--model "$model"} \
+    ${MOSAIC_THINKING:+--effort "$MOSAIC_THINKING"} \
+    ${MOSAIC_SYSTEM_PROMPT_FILE:+--system-prompt-file "$MOSAIC_SYSTEM_PROMPT_FILE"} \
+    ${session:+--session "$session"}

@@ -1,0 +1,309 @@
+//! Environment presets for moot-run: start from nothing and keep only the names a runtime needs,
+//! so a job does not inherit every credential of the daemon that launched it.
+//!
+//! The mechanism lives here; each runtime's names live in its own module (`ENV_ALLOWLIST`, and
+//! `ENV_INDIVISIBLE` for names that only work together, such as omp's broker URL and token, which
+//! are kept or dropped as one).
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::str::FromStr;
+
+use crate::runtime;
+
+/// Kept under every preset: what any CLI needs to find its binaries, home, locale and terminal.
+pub const COMMON_ALLOWLIST: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "TZ", "LANG", "LC_*", "TERM", "XDG_*",
+];
+
+/// One runtime's preset: the names it keeps on top of [`COMMON_ALLOWLIST`].
+#[derive(Debug)]
+pub struct Preset {
+    pub runtime: &'static str,
+    pub allow: &'static [&'static str],
+    pub indivisible: &'static [&'static [&'static str]],
+}
+
+const PRESETS: &[Preset] = &[
+    Preset {
+        runtime: "omp",
+        allow: runtime::omp::ENV_ALLOWLIST,
+        indivisible: runtime::omp::ENV_INDIVISIBLE,
+    },
+    Preset {
+        runtime: "kimi",
+        allow: runtime::kimi::ENV_ALLOWLIST,
+        indivisible: &[],
+    },
+    Preset {
+        runtime: "codex",
+        allow: runtime::codex::ENV_ALLOWLIST,
+        indivisible: &[],
+    },
+    Preset {
+        runtime: "claude",
+        allow: runtime::claude::ENV_ALLOWLIST,
+        indivisible: &[],
+    },
+    Preset {
+        runtime: "pi",
+        allow: runtime::pi::ENV_ALLOWLIST,
+        indivisible: &[],
+    },
+    Preset {
+        runtime: "shell",
+        allow: runtime::shell::ENV_ALLOWLIST,
+        indivisible: &[],
+    },
+    Preset {
+        runtime: "mock",
+        allow: runtime::mock::ENV_ALLOWLIST,
+        indivisible: &[],
+    },
+];
+
+/// The runtimes that have a preset, for `--env-preset`'s list of values.
+pub fn runtimes() -> impl Iterator<Item = &'static str> {
+    PRESETS.iter().map(|preset| preset.runtime)
+}
+
+/// The preset of `runtime`, if it has one.
+pub fn preset(runtime: &str) -> Option<&'static Preset> {
+    PRESETS.iter().find(|preset| preset.runtime == runtime)
+}
+
+/// A name to keep: `VAR` exactly, or `PREFIX*` for every name that starts with PREFIX.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pattern {
+    Exact(String),
+    Prefix(String),
+}
+
+impl FromStr for Pattern {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (name, is_prefix) = match text.strip_suffix('*') {
+            Some(prefix) => (prefix, true),
+            None => (text, false),
+        };
+        if name.is_empty() {
+            return Err(
+                "a variable name, or a prefix followed by * (a bare * would keep \
+                 everything: leave out --env-preset instead)"
+                    .into(),
+            );
+        }
+        if name.contains(['=', '*', '\0']) {
+            return Err(
+                "a variable name cannot contain =, NUL, or * anywhere but at the end".into(),
+            );
+        }
+        Ok(if is_prefix {
+            Pattern::Prefix(name.to_string())
+        } else {
+            Pattern::Exact(name.to_string())
+        })
+    }
+}
+
+impl Pattern {
+    fn matches(&self, name: &OsStr) -> bool {
+        match self {
+            Pattern::Exact(exact) => name.as_bytes() == exact.as_bytes(),
+            Pattern::Prefix(prefix) => name.as_bytes().starts_with(prefix.as_bytes()),
+        }
+    }
+
+    /// Parses one of the allowlists' entries; they are all well formed by construction.
+    fn of_allowlist(entry: &'static str) -> Self {
+        match entry.strip_suffix('*') {
+            Some(prefix) => Pattern::Prefix(prefix.to_string()),
+            None => Pattern::Exact(entry.to_string()),
+        }
+    }
+}
+
+/// The environment a preset leaves, and what the caller should be told about it.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Curated {
+    pub vars: Vec<(OsString, OsString)>,
+    /// One line each, naming variables but never their values.
+    pub warnings: Vec<String>,
+}
+
+/// Keeps from `env` the common allowlist, the preset's names and the `keep` patterns, in the
+/// order `env` lists them; then drops every indivisible group that is only partly present.
+pub fn curate(
+    env: impl IntoIterator<Item = (OsString, OsString)>,
+    preset: &Preset,
+    keep: &[Pattern],
+) -> Curated {
+    let allowed: Vec<Pattern> = COMMON_ALLOWLIST
+        .iter()
+        .chain(preset.allow)
+        .map(|entry| Pattern::of_allowlist(entry))
+        .chain(keep.iter().cloned())
+        .collect();
+    let mut vars: Vec<(OsString, OsString)> = env
+        .into_iter()
+        .filter(|(name, _)| allowed.iter().any(|pattern| pattern.matches(name)))
+        .collect();
+    let mut warnings = Vec::new();
+    for group in preset.indivisible {
+        let (present, missing): (Vec<&str>, Vec<&str>) = group
+            .iter()
+            .partition(|member| vars.iter().any(|(name, _)| name == **member));
+        if present.is_empty() || missing.is_empty() {
+            continue;
+        }
+        vars.retain(|(name, _)| !group.iter().any(|member| name == *member));
+        warnings.push(format!(
+            "{} set without {}: dropped ({} are kept or dropped together)",
+            present.join(", "),
+            missing.join(", "),
+            group.join(" and ")
+        ));
+    }
+    Curated { vars, warnings }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        pairs
+            .iter()
+            .map(|(name, value)| (OsString::from(name), OsString::from(value)))
+            .collect()
+    }
+
+    fn omp() -> &'static Preset {
+        preset("omp").expect("omp has a preset")
+    }
+
+    #[test]
+    fn keeps_the_common_list_and_the_runtime_names_in_order() {
+        let curated = curate(
+            env(&[
+                ("ANTHROPIC_API_KEY", "secret"),
+                ("PATH", "/usr/bin"),
+                ("LC_ALL", "C"),
+                ("XDG_CONFIG_HOME", "/x"),
+                ("OMP_PROFILE", "work"),
+                ("LCX", "no"),
+                ("GITHUB_TOKEN", "secret"),
+                ("HOME", "/root"),
+            ]),
+            omp(),
+            &[],
+        );
+        assert_eq!(
+            curated,
+            Curated {
+                vars: env(&[
+                    ("PATH", "/usr/bin"),
+                    ("LC_ALL", "C"),
+                    ("XDG_CONFIG_HOME", "/x"),
+                    ("OMP_PROFILE", "work"),
+                    ("HOME", "/root"),
+                ]),
+                warnings: vec![],
+            }
+        );
+    }
+
+    #[test]
+    fn another_runtimes_names_are_not_kept() {
+        let kimi = preset("kimi").expect("kimi has a preset");
+        let curated = curate(
+            env(&[("OMP_PROFILE", "work"), ("TERM", "xterm")]),
+            kimi,
+            &[],
+        );
+        assert_eq!(curated.vars, env(&[("TERM", "xterm")]));
+    }
+
+    #[test]
+    fn keep_adds_exact_names_and_prefixes() {
+        let keep = [
+            "FOO".parse().expect("pattern"),
+            "ANTH*".parse().expect("pattern"),
+        ];
+        let curated = curate(
+            env(&[
+                ("FOO", "1"),
+                ("FOOBAR", "2"),
+                ("ANTHROPIC_API_KEY", "k"),
+                ("ANTH", "3"),
+            ]),
+            omp(),
+            &keep,
+        );
+        assert_eq!(
+            curated.vars,
+            env(&[("FOO", "1"), ("ANTHROPIC_API_KEY", "k"), ("ANTH", "3")])
+        );
+    }
+
+    #[test]
+    fn the_broker_pair_is_kept_together() {
+        let both = env(&[
+            ("OMP_AUTH_BROKER_URL", "http://127.0.0.1:1"),
+            ("OMP_AUTH_BROKER_TOKEN", "t"),
+        ]);
+        assert_eq!(
+            curate(both.clone(), omp(), &[]),
+            Curated {
+                vars: both,
+                warnings: vec![]
+            }
+        );
+    }
+
+    #[test]
+    fn half_a_broker_pair_is_dropped_with_a_warning_that_shows_no_value() {
+        let curated = curate(
+            env(&[
+                ("OMP_AUTH_BROKER_URL", "http://secret-host"),
+                ("HOME", "/h"),
+            ]),
+            omp(),
+            &[],
+        );
+        assert_eq!(
+            curated,
+            Curated {
+                vars: env(&[("HOME", "/h")]),
+                warnings: vec![
+                    "OMP_AUTH_BROKER_URL set without OMP_AUTH_BROKER_TOKEN: dropped \
+                     (OMP_AUTH_BROKER_URL and OMP_AUTH_BROKER_TOKEN are kept or dropped together)"
+                        .to_string()
+                ],
+            }
+        );
+        let token_only = curate(env(&[("OMP_AUTH_BROKER_TOKEN", "t")]), omp(), &[]);
+        assert_eq!(token_only.vars, vec![]);
+        assert_eq!(token_only.warnings.len(), 1);
+    }
+
+    #[test]
+    fn patterns_are_validated() {
+        assert_eq!("A_B".parse(), Ok(Pattern::Exact("A_B".into())));
+        assert_eq!("GH_*".parse(), Ok(Pattern::Prefix("GH_".into())));
+        for bad in ["", "*", "A=B", "A*B*", "*A"] {
+            assert!(bad.parse::<Pattern>().is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn every_runtime_has_one_preset() {
+        let mut names: Vec<&str> = runtimes().collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            ["claude", "codex", "kimi", "mock", "omp", "pi", "shell"]
+        );
+    }
+}

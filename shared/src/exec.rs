@@ -1,0 +1,997 @@
+//! moot-run's engine: run one command bounded in time, and account for how it ended.
+//!
+//! The command runs in its own process group with stdin on /dev/null and a parent-death signal.
+//! Its stdout is copied to ours as bytes arrive (and to a transcript), its stderr passes through.
+//! A deadline, or INT, TERM or HUP sent to moot-run, ends the whole group: the signal (SIGTERM
+//! for the deadline) to the group, SIGKILL after a grace period. When the command itself exits,
+//! whatever is left of its group is killed, so no process of the group outlives moot-run.
+//! Residuals: a process that calls setsid(2) leaves the group and is not killed; and if moot-run
+//! itself is killed with SIGKILL, only the command (the parent-death signal) dies, not its children.
+//!
+//! Exit statuses follow timeout(1) (see [`crate::outcome`]); `--status-file` records the same
+//! outcome atomically before moot-run's stdout closes, so a parser at the end of the pipeline
+//! that reads it when its input ends always finds it.
+
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, IsTerminal, Read, Write};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, ExitCode, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context};
+use clap::builder::PossibleValuesParser;
+use nix::errno::Errno;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::prctl;
+use nix::sys::signal::{self, killpg, SigAction, SigHandler, SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+use nix::unistd::{access, getpid, getppid, AccessFlags, Pid};
+
+use crate::atomic_file;
+use crate::env_preset::{self, Pattern};
+use crate::outcome::{
+    signal_exit_code, signal_name, ProcessOutcome, EXIT_CANNOT_INVOKE, EXIT_NOT_FOUND,
+    EXIT_RUNNER_FAILED, EXIT_TIMED_OUT,
+};
+use crate::report;
+
+/// The signals moot-run passes on to the command's group (and then ends it after the grace).
+const FORWARDED: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
+
+/// What execvp(3) searches when PATH is unset.
+const DEFAULT_PATH: &str = "/bin:/usr/bin";
+
+/// NUL-separated argv on stdin larger than this is refused: the kernel would refuse to exec it.
+const MAX_STDIN_ARGV: u64 = 64 << 20;
+
+/// After the command's group has ended, how long moot-run waits at least for its stdout to reach
+/// end of file (the grace period, when longer); only a process outside the group can hold it.
+const DRAIN_AT_LEAST: Duration = Duration::from_secs(1);
+
+/// moot-run's flags (the binary flattens them into its command line).
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// End the command SECS seconds after it starts (fractions allowed): SIGTERM to its process
+    /// group, SIGKILL after --grace; moot-run then exits 124.
+    #[arg(long, value_name = "SECS", value_parser = positive_seconds)]
+    pub deadline: Option<Duration>,
+
+    /// Seconds between the terminating signal (the deadline's SIGTERM, or an INT, TERM or HUP
+    /// moot-run received and forwarded) and SIGKILL to the whole group.
+    #[arg(long, value_name = "SECS", default_value = "5", value_parser = seconds)]
+    pub grace: Duration,
+
+    /// Also write the command's stdout to FILE, byte for byte as it arrives (created 0600).
+    #[arg(long, value_name = "FILE")]
+    pub transcript: Option<PathBuf>,
+
+    /// Send the command's stderr to FILE (created 0600) instead of moot-run's stderr.
+    #[arg(long, value_name = "FILE")]
+    pub stderr_file: Option<PathBuf>,
+
+    /// Write how the run ended to FILE as JSON, atomically, before moot-run's stdout closes:
+    /// {"exit_code","signal","timed_out","elapsed_ms","pid"}.
+    #[arg(long, value_name = "FILE")]
+    pub status_file: Option<PathBuf>,
+
+    /// Give the command only the common environment allowlist plus RUNTIME's own names.
+    #[arg(long, value_name = "RUNTIME", value_parser = PossibleValuesParser::new(env_preset::runtimes()))]
+    pub env_preset: Option<String>,
+
+    /// With --env-preset, also keep VAR; 'PREFIX*' keeps every variable starting with PREFIX.
+    #[arg(long, value_name = "VAR", requires = "env_preset")]
+    pub keep: Vec<Pattern>,
+
+    /// Remove DIR and everything in it when the run ends, however it ends (moot-render's staged
+    /// prompt directory).
+    #[arg(long, value_name = "DIR")]
+    pub cleanup: Vec<PathBuf>,
+
+    /// The command and its arguments; without them, NUL-terminated argv is read from stdin.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+fn seconds(text: &str) -> Result<Duration, String> {
+    let secs: f64 = text
+        .parse()
+        .map_err(|_| "not a number of seconds".to_string())?;
+    Duration::try_from_secs_f64(secs).map_err(|_| "not a usable number of seconds".to_string())
+}
+
+fn positive_seconds(text: &str) -> Result<Duration, String> {
+    match seconds(text)? {
+        zero if zero.is_zero() => Err("the deadline must be more than 0 seconds".into()),
+        duration => Ok(duration),
+    }
+}
+
+/// Runs the command of `args` and returns moot-run's exit status, having printed any failure
+/// once, removed the `--cleanup` directories and written the status file.
+pub fn run(tool: &str, args: &RunArgs) -> ExitCode {
+    let mut record = Record::default();
+    // Only directories that passed the check are ever removed.
+    let removable: &[PathBuf] = match check_cleanup_dirs(&args.cleanup) {
+        Ok(()) => {
+            if let Err(failure) = execute(tool, args, &mut record) {
+                report::print_error(tool, &failure.error);
+                record.ending = failure.ending;
+            }
+            &args.cleanup
+        }
+        Err(error) => {
+            report::print_error(tool, &error);
+            &[]
+        }
+    };
+    for dir in removable {
+        if let Err(error) = remove_dir(dir) {
+            report::print_error(tool, &error);
+            record.ending = Ending::RunnerFailed;
+        }
+    }
+    if let Some(path) = &args.status_file {
+        if let Err(error) = write_status(path, &record.outcome()) {
+            report::print_error(tool, &error);
+            record.ending = Ending::RunnerFailed;
+        }
+    }
+    let code = record.outcome().exit_code;
+    ExitCode::from(u8::try_from(code).unwrap_or(EXIT_RUNNER_FAILED as u8))
+}
+
+/// How a run ended. [`Record::outcome`] is the one place this becomes an exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// The command exited with this status.
+    Exited(i32),
+    /// Signal N ended the command.
+    Signaled(i32),
+    /// moot-run itself failed: bad usage, or an I/O error of its own.
+    RunnerFailed,
+    /// The command was found but could not be executed.
+    CannotInvoke,
+    /// The command was not found.
+    NotFound,
+}
+
+impl From<ExitStatus> for Ending {
+    fn from(status: ExitStatus) -> Self {
+        match (status.code(), status.signal()) {
+            (Some(code), _) => Ending::Exited(code),
+            (None, Some(signal)) => Ending::Signaled(signal),
+            (None, None) => Ending::RunnerFailed,
+        }
+    }
+}
+
+/// Everything the status file says about a run.
+#[derive(Debug)]
+struct Record {
+    ending: Ending,
+    timed_out: bool,
+    pid: Option<u32>,
+    elapsed: Option<Duration>,
+}
+
+impl Default for Record {
+    fn default() -> Self {
+        Record {
+            ending: Ending::RunnerFailed,
+            timed_out: false,
+            pid: None,
+            elapsed: None,
+        }
+    }
+}
+
+impl Record {
+    fn outcome(&self) -> ProcessOutcome {
+        let exit_code = match self.ending {
+            // A run whose transcript or status is incomplete is moot-run's failure, deadline or not.
+            Ending::RunnerFailed => EXIT_RUNNER_FAILED,
+            _ if self.timed_out => EXIT_TIMED_OUT,
+            Ending::Exited(code) => code,
+            Ending::Signaled(signal) => signal_exit_code(signal),
+            Ending::CannotInvoke => EXIT_CANNOT_INVOKE,
+            Ending::NotFound => EXIT_NOT_FOUND,
+        };
+        ProcessOutcome {
+            exit_code,
+            signal: match self.ending {
+                Ending::Signaled(signal) => Some(signal_name(signal)),
+                _ => None,
+            },
+            timed_out: self.timed_out,
+            elapsed_ms: self
+                .elapsed
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            pid: self.pid,
+        }
+    }
+}
+
+/// A failure of the run, and the ending it gives.
+struct Failure {
+    ending: Ending,
+    error: anyhow::Error,
+}
+
+impl Failure {
+    fn runner(error: impl Into<anyhow::Error>) -> Self {
+        Failure {
+            ending: Ending::RunnerFailed,
+            error: error.into(),
+        }
+    }
+}
+
+impl From<Unresolved> for Failure {
+    fn from(unresolved: Unresolved) -> Self {
+        Failure {
+            ending: match unresolved {
+                Unresolved::NotExecutable(_) => Ending::CannotInvoke,
+                Unresolved::Empty | Unresolved::NotFound { .. } => Ending::NotFound,
+            },
+            error: anyhow!(unresolved),
+        }
+    }
+}
+
+fn execute(tool: &str, args: &RunArgs, record: &mut Record) -> Result<(), Failure> {
+    // First, before any thread exists, so every thread inherits the blocked mask and no signal
+    // that arrives while the command starts is lost.
+    let signals = Signals::catch()
+        .context("cannot set up signal handling")
+        .map_err(Failure::runner)?;
+    let argv = if args.command.is_empty() {
+        argv_from_stdin(&signals).map_err(Failure::runner)?
+    } else {
+        args.command.clone()
+    };
+    let env = child_env(tool, args);
+    let search_path = match &env {
+        Some(vars) => vars
+            .iter()
+            .find(|(name, _)| name == "PATH")
+            .map(|(_, value)| value.clone()),
+        None => std::env::var_os("PATH"),
+    };
+    let program = resolve_program(&argv[0], search_path.as_deref())?;
+    let transcript = open_private(args.transcript.as_deref(), "--transcript")?;
+    let stderr = open_private(args.stderr_file.as_deref(), "--stderr-file")?;
+
+    let mut child = spawn(&program, &argv, env.as_deref(), stderr)?;
+    let started = Instant::now();
+    record.pid = Some(child.id());
+    let stdout = child.stdout.take();
+    let mut group = Group::new(child);
+    let pump = stdout
+        .map(|stdout| Pump::start(stdout, transcript))
+        .transpose()
+        .context("cannot copy the command's stdout")
+        .map_err(Failure::runner)?;
+
+    let timed_out = group
+        .supervise(&signals, args.deadline.map(|d| started + d), args.grace)
+        .map_err(Failure::runner)?;
+    record.elapsed = Some(started.elapsed());
+    record.timed_out = timed_out;
+    record.ending = group
+        .finish()
+        .context("cannot collect the command's exit status")
+        .map_err(Failure::runner)?
+        .into();
+
+    if let Some(pump) = pump {
+        let within = args.grace.max(DRAIN_AT_LEAST);
+        match pump.finish(within) {
+            Some(copied) => copied.into_result().map_err(Failure::runner)?,
+            None => eprintln!(
+                "{tool}: stopped reading the command's stdout {:.1} s after its process group \
+                 ended: a process outside the group (setsid?) still holds it open",
+                within.as_secs_f64()
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// Why a command name does not resolve to an executable file.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Unresolved {
+    /// The name is empty.
+    Empty,
+    /// Nothing by that name (exit 127); `searched` is the PATH that was searched, if any was.
+    NotFound {
+        name: OsString,
+        searched: Option<OsString>,
+    },
+    /// Found, but not an executable regular file (exit 126).
+    NotExecutable(PathBuf),
+}
+
+impl fmt::Display for Unresolved {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unresolved::Empty => write!(f, "command not found (\"\"): the command name is empty"),
+            Unresolved::NotFound {
+                name,
+                searched: Some(path),
+            } => write!(
+                f,
+                "command not found ({}): searched PATH={}",
+                name.to_string_lossy(),
+                path.to_string_lossy()
+            ),
+            Unresolved::NotFound {
+                name,
+                searched: None,
+            } => write!(
+                f,
+                "command not found ({}): no such file",
+                name.to_string_lossy()
+            ),
+            Unresolved::NotExecutable(path) => write!(
+                f,
+                "command not executable ({}): not an executable regular file",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Unresolved {}
+
+/// Finds the file `name` names the way execvp(3) would (a name with a slash is a path, anything
+/// else is searched in `path`, an empty entry meaning the current directory), but before
+/// spawning, so a missing binary is reported as the PATH problem it is.
+pub fn resolve_program(name: &OsStr, path: Option<&OsStr>) -> Result<PathBuf, Unresolved> {
+    if name.is_empty() {
+        return Err(Unresolved::Empty);
+    }
+    if name.as_bytes().contains(&b'/') {
+        let candidate = PathBuf::from(name);
+        return match Candidate::of(&candidate) {
+            Candidate::Executable => Ok(candidate),
+            Candidate::NotExecutable => Err(Unresolved::NotExecutable(candidate)),
+            Candidate::Absent => Err(Unresolved::NotFound {
+                name: name.to_owned(),
+                searched: None,
+            }),
+        };
+    }
+    let path = path.unwrap_or(OsStr::new(DEFAULT_PATH));
+    let mut not_executable = None;
+    for dir in path.as_bytes().split(|&b| b == b':') {
+        let dir = if dir.is_empty() {
+            Path::new(".")
+        } else {
+            Path::new(OsStr::from_bytes(dir))
+        };
+        let candidate = dir.join(name);
+        match Candidate::of(&candidate) {
+            Candidate::Executable => return Ok(candidate),
+            Candidate::NotExecutable => {
+                not_executable.get_or_insert(candidate);
+            }
+            Candidate::Absent => {}
+        }
+    }
+    Err(match not_executable {
+        Some(candidate) => Unresolved::NotExecutable(candidate),
+        None => Unresolved::NotFound {
+            name: name.to_owned(),
+            searched: Some(path.to_owned()),
+        },
+    })
+}
+
+enum Candidate {
+    Executable,
+    NotExecutable,
+    Absent,
+}
+
+impl Candidate {
+    fn of(path: &Path) -> Self {
+        match fs::metadata(path) {
+            Err(_) => Candidate::Absent,
+            Ok(meta) if meta.is_file() && access(path, AccessFlags::X_OK).is_ok() => {
+                Candidate::Executable
+            }
+            Ok(_) => Candidate::NotExecutable,
+        }
+    }
+}
+
+/// The argv `moot-render … | moot-run` hands over: NUL-terminated tokens. A last token without
+/// its NUL means the producer was cut off, and running a truncated prompt would be worse than
+/// not running at all. INT, TERM or HUP while waiting for it (a producer that never ends) stops
+/// moot-run with nothing run, since they are blocked and would otherwise go unheard.
+fn argv_from_stdin(signals: &Signals) -> anyhow::Result<Vec<OsString>> {
+    let stdin = io::stdin();
+    if stdin.is_terminal() {
+        anyhow::bail!(
+            "no command (after --): give one, or pipe NUL-terminated argv on stdin \
+             (moot-render … | moot-run)"
+        );
+    }
+    let mut bytes = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        signals
+            .wait(Some(stdin.as_fd()), None)
+            .context("cannot wait for stdin")?;
+        let received = signals.take().context("cannot read signals")?;
+        if let Some(signal) = received.iter().find(|s| FORWARDED.contains(s)) {
+            anyhow::bail!(
+                "interrupted ({}) while reading the command from stdin: nothing was run",
+                signal.as_str()
+            );
+        }
+        match stdin.lock().read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e).context("cannot read the command from stdin"),
+        }
+        if bytes.len() as u64 > MAX_STDIN_ARGV {
+            anyhow::bail!(
+                "argv on stdin (over {} MiB): too large to execute",
+                MAX_STDIN_ARGV >> 20
+            );
+        }
+    }
+    split_nul_argv(bytes)
+}
+
+fn split_nul_argv(mut bytes: Vec<u8>) -> anyhow::Result<Vec<OsString>> {
+    if bytes.is_empty() {
+        anyhow::bail!(
+            "no command (stdin is empty): give one after --, or pipe NUL-terminated argv on stdin"
+        );
+    }
+    if bytes.pop() != Some(0) {
+        anyhow::bail!(
+            "argv on stdin (last token unterminated): every token must end with a NUL byte; \
+             was its producer cut off?"
+        );
+    }
+    Ok(bytes
+        .split(|&b| b == 0)
+        .map(|token| OsString::from_vec(token.to_vec()))
+        .collect())
+}
+
+/// The command's environment under `--env-preset`, or `None` to inherit moot-run's unchanged.
+fn child_env(tool: &str, args: &RunArgs) -> Option<Vec<(OsString, OsString)>> {
+    // clap only accepts runtimes that have a preset.
+    let preset = env_preset::preset(args.env_preset.as_deref()?)?;
+    let curated = env_preset::curate(std::env::vars_os(), preset, &args.keep);
+    for warning in &curated.warnings {
+        eprintln!("{tool}: {warning}");
+    }
+    Some(curated.vars)
+}
+
+/// Creates (or truncates) a file only its owner can read: transcripts and stderr carry prompts,
+/// answers and sometimes credentials, so an existing file is narrowed to 0600 too.
+fn open_private(path: Option<&Path>, flag: &str) -> Result<Option<File>, Failure> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|file| {
+            file.set_permissions(fs::Permissions::from_mode(0o600))?;
+            Ok(file)
+        })
+        .with_context(|| format!("{flag} ({})", path.display()))
+        .map_err(Failure::runner)?;
+    Ok(Some(file))
+}
+
+/// A `--cleanup` directory must be a real directory, and never `/`: it is removed recursively.
+/// One that does not exist is fine: moot-render creates its stage directory only when a prompt
+/// is large enough to stage, so a caller names it either way.
+fn check_cleanup_dirs(dirs: &[PathBuf]) -> anyhow::Result<()> {
+    for dir in dirs {
+        let meta = match fs::symlink_metadata(dir) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            other => other.with_context(|| format!("--cleanup ({})", dir.display()))?,
+        };
+        if !meta.is_dir() {
+            anyhow::bail!(
+                "--cleanup ({}): not a directory (a file or symlink is never removed)",
+                dir.display()
+            );
+        }
+        if fs::canonicalize(dir).is_ok_and(|real| real == Path::new("/")) {
+            anyhow::bail!("--cleanup ({}): refusing to remove /", dir.display());
+        }
+    }
+    Ok(())
+}
+
+/// Removes a `--cleanup` directory; one already gone (the command removed it) is fine.
+fn remove_dir(dir: &Path) -> anyhow::Result<()> {
+    match fs::remove_dir_all(dir) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("cannot remove --cleanup directory ({})", dir.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Writes the status file atomically: a temporary file in the same directory, renamed over it,
+/// so a reader sees either nothing or the whole outcome.
+fn write_status(path: &Path, outcome: &ProcessOutcome) -> anyhow::Result<()> {
+    let mut json = serde_json::to_vec(outcome).context("cannot serialise the status")?;
+    json.push(b'\n');
+    atomic_file::write(path, &json)
+        .with_context(|| format!("cannot write --status-file ({})", path.display()))
+}
+
+fn spawn(
+    program: &Path,
+    argv: &[OsString],
+    env: Option<&[(OsString, OsString)]>,
+    stderr: Option<File>,
+) -> Result<Child, Failure> {
+    let mut command = Command::new(program);
+    command
+        .arg0(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .process_group(0);
+    if let Some(file) = stderr {
+        command.stderr(file);
+    }
+    if let Some(vars) = env {
+        command.env_clear().envs(vars.iter().map(|(k, v)| (k, v)));
+    }
+    let parent = getpid();
+    // SAFETY: the closure runs in the forked child before exec; it makes only async-signal-safe
+    // system calls (sigprocmask, prctl, getppid) and allocates nothing.
+    unsafe {
+        command.pre_exec(move || prepare_child(parent));
+    }
+    command
+        .spawn()
+        .map_err(|error| spawn_failure(program, argv, error))
+}
+
+/// Prepares the child between fork and exec. The signals moot-run blocks (to read them from its
+/// signalfd) are unblocked: a blocked mask survives exec, and a command that inherits a blocked
+/// SIGTERM cannot be stopped by one. Then the parent-death signal: PR_SET_PDEATHSIG fires when
+/// the *thread* that forked the child exits, not the process, so moot-run spawns from its main
+/// thread, which lives as long as moot-run does. If moot-run already died before this ran,
+/// getppid no longer names it and the signal would never come, so the child gives up instead.
+fn prepare_child(parent: Pid) -> io::Result<()> {
+    SigSet::empty().thread_set_mask()?;
+    prctl::set_pdeathsig(Signal::SIGKILL)?;
+    if getppid() != parent {
+        return Err(io::Error::from_raw_os_error(Errno::ESRCH as i32));
+    }
+    Ok(())
+}
+
+fn spawn_failure(program: &Path, argv: &[OsString], error: io::Error) -> Failure {
+    let shown = program.display();
+    let (ending, error) = match Errno::from_raw(error.raw_os_error().unwrap_or(0)) {
+        Errno::ENOENT => (
+            Ending::NotFound,
+            anyhow!("cannot run ({shown}): {error}: its #! interpreter may be missing"),
+        ),
+        Errno::E2BIG => {
+            let largest = argv.iter().map(|arg| arg.len()).max().unwrap_or(0);
+            (
+                Ending::CannotInvoke,
+                anyhow!(
+                    "cannot run ({shown}): argument list too long (largest argument {largest} \
+                     bytes; the kernel takes at most 128 KiB per argument): stage a large prompt \
+                     in a file (moot-render does from 100 KiB)"
+                ),
+            )
+        }
+        Errno::EACCES
+        | Errno::EPERM
+        | Errno::ENOEXEC
+        | Errno::ETXTBSY
+        | Errno::EISDIR
+        | Errno::ELOOP
+        | Errno::ENOTDIR => (
+            Ending::CannotInvoke,
+            anyhow!("cannot run ({shown}): {error}"),
+        ),
+        _ => (
+            Ending::RunnerFailed,
+            anyhow!("cannot start ({shown}): {error}"),
+        ),
+    };
+    Failure { ending, error }
+}
+
+/// INT, TERM and HUP (to forward) and CHLD (to notice the exit), read from a signalfd so the
+/// supervision loop waits for a signal, the deadline or the grace period in one poll.
+struct Signals {
+    fd: SignalFd,
+}
+
+impl Signals {
+    /// Blocks the signals on the calling thread (call it before any other thread exists). A
+    /// forwarded signal moot-run inherited as ignored (nohup, a background job) stays ignored,
+    /// and the command inherits the same disposition; [`prepare_child`] unblocks the rest.
+    fn catch() -> nix::Result<Self> {
+        let mut caught = SigSet::empty();
+        caught.add(Signal::SIGCHLD);
+        for signal in FORWARDED {
+            caught.add(signal);
+        }
+        caught.thread_block()?;
+        let mut ignored = SigSet::empty();
+        for signal in FORWARDED {
+            if inherited_ignored(signal)? {
+                ignored.add(signal);
+                caught.remove(signal);
+            }
+        }
+        ignored.thread_unblock()?;
+        let fd = SignalFd::with_flags(&caught, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)?;
+        Ok(Signals { fd })
+    }
+
+    /// Waits until a signal is pending, `also` is readable (or closed), or `timeout` (`None`:
+    /// forever) has passed.
+    fn wait(&self, also: Option<BorrowedFd>, timeout: Option<Duration>) -> nix::Result<()> {
+        let timeout = match timeout {
+            // Rounded up to the next millisecond, so the loop does not spin on a sub-ms remainder.
+            Some(left) => PollTimeout::try_from(left.as_millis() + 1).unwrap_or(PollTimeout::MAX),
+            None => PollTimeout::NONE,
+        };
+        let mut fds: Vec<PollFd> = std::iter::once(self.fd.as_fd())
+            .chain(also)
+            .map(|fd| PollFd::new(fd, PollFlags::POLLIN))
+            .collect();
+        match poll(&mut fds, timeout) {
+            Ok(_) | Err(Errno::EINTR) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The signals received since the last call.
+    fn take(&self) -> nix::Result<Vec<Signal>> {
+        let mut received = Vec::new();
+        while let Some(info) = self.fd.read_signal()? {
+            if let Ok(signal) = Signal::try_from(info.ssi_signo as i32) {
+                received.push(signal);
+            }
+        }
+        Ok(received)
+    }
+}
+
+/// Whether `signal` was ignored when moot-run started; the signal is blocked, so briefly setting
+/// its default action to read the old one cannot let it through.
+fn inherited_ignored(signal: Signal) -> nix::Result<bool> {
+    let default = SigAction::new(
+        SigHandler::SigDfl,
+        signal::SaFlags::empty(),
+        SigSet::empty(),
+    );
+    // SAFETY: installs SIG_DFL, or SIG_IGN again, never a handler: nothing runs asynchronously.
+    let old = unsafe { signal::sigaction(signal, &default)? };
+    if old.handler() == SigHandler::SigIgn {
+        // SAFETY: as above.
+        unsafe { signal::sigaction(signal, &old)? };
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// The command's process group, led by the command; killed and reaped on drop if the run is
+/// abandoned, so no error path leaves it behind.
+struct Group {
+    child: Child,
+    pgid: Pid,
+    reaped: bool,
+}
+
+impl Group {
+    fn new(child: Child) -> Self {
+        // process_group(0) made the child the leader of a group numbered by its pid.
+        let pgid = Pid::from_raw(child.id() as i32);
+        Group {
+            child,
+            pgid,
+            reaped: false,
+        }
+    }
+
+    /// Waits for the command to exit while enforcing the deadline and forwarding signals;
+    /// returns whether the deadline expired. The command is left unreaped, so its pid (the
+    /// group's number) cannot be reused before [`Group::finish`] has swept the group.
+    fn supervise(
+        &mut self,
+        signals: &Signals,
+        deadline: Option<Instant>,
+        grace: Duration,
+    ) -> anyhow::Result<bool> {
+        let mut timed_out = false;
+        let mut kill_at: Option<Instant> = None;
+        loop {
+            if self.leader_exited()? {
+                return Ok(timed_out);
+            }
+            let now = Instant::now();
+            if !timed_out && deadline.is_some_and(|d| now >= d) {
+                timed_out = true;
+                self.signal(Signal::SIGTERM);
+                kill_at.get_or_insert(now + grace);
+            }
+            if kill_at.is_some_and(|k| now >= k) {
+                self.signal(Signal::SIGKILL);
+                kill_at = None;
+            }
+            let wake = [deadline.filter(|_| !timed_out), kill_at]
+                .into_iter()
+                .flatten()
+                .min();
+            signals
+                .wait(None, wake.map(|at| at.saturating_duration_since(now)))
+                .context("cannot wait for signals")?;
+            for signal in signals.take().context("cannot read signals")? {
+                if FORWARDED.contains(&signal) {
+                    self.signal(signal);
+                    kill_at.get_or_insert(Instant::now() + grace);
+                }
+            }
+        }
+    }
+
+    /// Whether the command has exited, without reaping it.
+    fn leader_exited(&self) -> anyhow::Result<bool> {
+        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+        match waitid(Id::Pid(self.pgid), flags) {
+            Ok(WaitStatus::StillAlive) | Err(Errno::EINTR) => Ok(false),
+            Ok(_) => Ok(true),
+            Err(e) => Err(e).context("cannot wait for the command"),
+        }
+    }
+
+    /// Signals the whole group. ESRCH (nobody left) is the goal, not an error.
+    fn signal(&self, signal: Signal) {
+        let _ = killpg(self.pgid, signal);
+    }
+
+    /// Kills what is left of the group (grandchildren the command left behind), then reaps it.
+    fn finish(mut self) -> io::Result<ExitStatus> {
+        self.signal(Signal::SIGKILL);
+        self.reaped = true;
+        self.child.wait()
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if !self.reaped {
+            self.signal(Signal::SIGKILL);
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Copies the command's stdout to ours and to the transcript as bytes arrive, on its own thread
+/// so a stalled reader downstream never delays the deadline.
+struct Pump {
+    done: mpsc::Receiver<Copied>,
+}
+
+impl Pump {
+    fn start(from: ChildStdout, transcript: Option<File>) -> io::Result<Self> {
+        // Unbuffered writes to a duplicate of fd 1: no line buffering between the command and
+        // whoever reads moot-run. The original fd 1 stays open until moot-run exits, after the
+        // status file is written.
+        let stdout = File::from(io::stdout().as_fd().try_clone_to_owned()?);
+        let (sender, done) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("stdout".into())
+            .spawn(move || {
+                // The receiver is gone only if moot-run stopped waiting; nothing to report then.
+                let _ = sender.send(copy(from, stdout, transcript));
+            })?;
+        Ok(Pump { done })
+    }
+
+    /// What the copy did, or `None` if it had not reached end of file `within` this long.
+    fn finish(self, within: Duration) -> Option<Copied> {
+        self.done.recv_timeout(within).ok()
+    }
+}
+
+/// The errors of a copy. A closed stdout (EPIPE) is not one: the reader went away, and the
+/// transcript still gets every byte.
+#[derive(Default)]
+struct Copied {
+    read: Option<io::Error>,
+    transcript: Option<io::Error>,
+    stdout: Option<io::Error>,
+}
+
+impl Copied {
+    fn into_result(self) -> anyhow::Result<()> {
+        if let Some(e) = self.transcript {
+            return Err(e).context("cannot write --transcript: it is incomplete");
+        }
+        if let Some(e) = self.stdout {
+            return Err(e).context("cannot write stdout");
+        }
+        if let Some(e) = self.read {
+            return Err(e).context("cannot read the command's stdout");
+        }
+        Ok(())
+    }
+}
+
+fn copy(mut from: ChildStdout, stdout: File, transcript: Option<File>) -> Copied {
+    let mut copied = Copied::default();
+    let mut sinks = [(transcript, false), (Some(stdout), true)];
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                copied.read = Some(e);
+                break;
+            }
+        };
+        // The transcript first: if stdout blocks on a stalled reader, the bytes are on disk.
+        for (sink, is_stdout) in &mut sinks {
+            let Some(Err(e)) = sink.as_mut().map(|file| file.write_all(&buf[..n])) else {
+                continue;
+            };
+            *sink = None;
+            match (is_stdout, e.kind()) {
+                (true, io::ErrorKind::BrokenPipe) => {}
+                (true, _) => copied.stdout = Some(e),
+                (false, _) => copied.transcript = Some(e),
+            }
+        }
+    }
+    copied
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(items: &[&str]) -> Vec<OsString> {
+        items.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn nul_terminated_argv_splits_into_tokens() {
+        let argv = split_nul_argv(b"omp\0-p\0\0-- -x\n@y\0".to_vec()).expect("valid argv");
+        assert_eq!(argv, os(&["omp", "-p", "", "-- -x\n@y"]));
+    }
+
+    #[test]
+    fn truncated_or_empty_argv_is_refused() {
+        let cut = split_nul_argv(b"omp\0-p".to_vec()).expect_err("cut off");
+        assert!(cut.to_string().contains("unterminated"), "{cut}");
+        let empty = split_nul_argv(Vec::new()).expect_err("empty");
+        assert!(empty.to_string().contains("stdin is empty"), "{empty}");
+    }
+
+    #[test]
+    fn outcome_follows_timeout_conventions() {
+        let record = |ending, timed_out| Record {
+            ending,
+            timed_out,
+            pid: Some(7),
+            elapsed: Some(Duration::from_millis(1500)),
+        };
+        let cases = [
+            (Ending::Exited(0), false, 0, None),
+            (Ending::Exited(3), false, 3, None),
+            (Ending::Signaled(9), false, 137, Some("SIGKILL")),
+            (Ending::Signaled(15), true, 124, Some("SIGTERM")),
+            (Ending::Exited(0), true, 124, None),
+            (Ending::RunnerFailed, true, 125, None),
+            (Ending::CannotInvoke, false, 126, None),
+            (Ending::NotFound, false, 127, None),
+        ];
+        for (ending, timed_out, code, signal) in cases {
+            let outcome = record(ending, timed_out).outcome();
+            assert_eq!(outcome.exit_code, code, "{ending:?} timed_out={timed_out}");
+            assert_eq!(outcome.signal.as_deref(), signal);
+            assert_eq!(outcome.timed_out, timed_out);
+            assert_eq!(outcome.elapsed_ms, Some(1500));
+            assert_eq!(outcome.pid, Some(7));
+        }
+    }
+
+    #[test]
+    fn seconds_accept_fractions_and_refuse_nonsense() {
+        assert_eq!(seconds("0.25"), Ok(Duration::from_millis(250)));
+        assert_eq!(seconds("0"), Ok(Duration::ZERO));
+        assert!(positive_seconds("0").is_err());
+        for bad in ["", "abc", "-1", "inf", "NaN", "1e300"] {
+            assert!(seconds(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn programs_resolve_like_execvp() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let bin = dir.path().join("bin");
+        let other = dir.path().join("other");
+        fs::create_dir(&bin).expect("mkdir");
+        fs::create_dir(&other).expect("mkdir");
+        for (path, mode) in [
+            (bin.join("plain"), 0o644),
+            (other.join("plain"), 0o755),
+            (bin.join("tool"), 0o755),
+        ] {
+            fs::write(&path, "#!/bin/sh\n").expect("write");
+            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).expect("chmod");
+        }
+        fs::create_dir(other.join("adir")).expect("mkdir");
+        let path = OsString::from(format!("{}:{}", bin.display(), other.display()));
+        let resolve = |name: &str| resolve_program(OsStr::new(name), Some(&path));
+
+        assert_eq!(resolve("tool"), Ok(bin.join("tool")));
+        // A non-executable match does not stop the search, as with execvp.
+        assert_eq!(resolve("plain"), Ok(other.join("plain")));
+        assert_eq!(
+            resolve("adir"),
+            Err(Unresolved::NotExecutable(other.join("adir")))
+        );
+        assert_eq!(
+            resolve("missing"),
+            Err(Unresolved::NotFound {
+                name: "missing".into(),
+                searched: Some(path.clone())
+            })
+        );
+        let direct = bin.join("plain");
+        assert_eq!(
+            resolve(direct.to_str().expect("utf-8")),
+            Err(Unresolved::NotExecutable(direct))
+        );
+        assert_eq!(resolve(""), Err(Unresolved::Empty));
+        assert_eq!(
+            resolve_program(OsStr::new("sh"), None).map(|p| p.is_absolute()),
+            Ok(true),
+            "an unset PATH searches {DEFAULT_PATH}"
+        );
+    }
+
+    #[test]
+    fn unresolved_messages_name_the_binary_and_the_path() {
+        let missing = Unresolved::NotFound {
+            name: "omp".into(),
+            searched: Some("/a:/b".into()),
+        };
+        assert_eq!(
+            missing.to_string(),
+            "command not found (omp): searched PATH=/a:/b"
+        );
+    }
+}

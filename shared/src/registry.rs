@@ -1,0 +1,331 @@
+//! The runtime registry: one table assembled from the facts each runtime module declares.
+//!
+//! A runtime's flags, levels, session grammar and capabilities live in its own module
+//! (`runtime/<rt>/meta.rs`); this module only defines the shape of those declarations, lists
+//! them, finds one by name, and prints them for `moot-render --list`. Installed is not
+//! authenticated: the only thing looked at on the machine is whether the executable is on PATH,
+//! never a credential or a config file.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::render::{Action, Builder, Refusal};
+use crate::runtime;
+use crate::stage::PromptRules;
+
+/// Everything moot knows about one runtime.
+#[derive(Debug)]
+pub struct Meta {
+    /// The name given to `moot-render` (and the environment prefix `MOOT_<NAME>_`).
+    pub name: &'static str,
+    /// The executable the argv starts with, looked up on PATH by `--list`.
+    pub executable: &'static str,
+    pub description: &'static str,
+    /// The job actions it advertises; any other `--action` is refused.
+    pub capabilities: &'static [Action],
+    pub matrix: Matrix,
+    /// The session references it accepts, in words.
+    pub sessions: &'static str,
+    /// It takes a model selector per run.
+    pub takes_model: bool,
+    pub effort: EffortRule,
+    /// It has a plan-then-execute mode (`--plan`).
+    pub plan_mode: bool,
+    /// It has a delivery for a kernel-confined read-only seat (`--readonly-seat`).
+    pub readonly_seat: bool,
+    /// It reads a system prompt from a file (`--system-prompt-file`).
+    pub system_prompt: bool,
+    /// It loads extension files (`--extension`).
+    pub extensions: bool,
+    pub prompt: PromptRules,
+    /// The prompt `--health` delivers.
+    pub health_prompt: &'static str,
+    /// Where its token usage is read from, in words.
+    pub usage_source: &'static str,
+    /// Builds the argv of one delivery.
+    pub build: Builder,
+}
+
+/// The capability matrix of seed 004, declared honestly: a capability is declared only where
+/// the runtime's headless CLI really has it, so a caller never offers a control that does
+/// nothing.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Matrix {
+    /// It prints events while it runs, not only at the end.
+    pub streaming: bool,
+    /// Tool calls and their results appear in its output.
+    pub tool_events: bool,
+    /// It can ask for, and be given, a tool approval headless (stdin is /dev/null).
+    pub approval: bool,
+    /// File changes appear in its output as structured diffs or change items.
+    pub diff_reporting: bool,
+    /// A later run can resume this run's session.
+    pub multi_turn: bool,
+    /// The model can be chosen per run.
+    pub model_switching: bool,
+    /// It can load MCP servers.
+    pub mcp: bool,
+    /// It can end itself cleanly on a deadline, leaving a complete stream (others are stopped
+    /// by moot-run's group kill and leave a cut stream).
+    pub cancellation: bool,
+    /// It reports token usage in its output.
+    pub usage: bool,
+}
+
+/// How a runtime takes a reasoning-effort value.
+#[derive(Debug, Clone, Copy)]
+pub enum EffortRule {
+    /// No effort setting: a resolved effort is dropped, with a warning.
+    Unsupported,
+    /// A closed list of levels (compared in lower case).
+    Levels {
+        levels: &'static [&'static str],
+        unknown: OnUnknown,
+    },
+    /// One word, passed through (the runtime validates it).
+    Word,
+}
+
+/// What happens to an effort outside a runtime's levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnUnknown {
+    /// Dropped with a warning: the runtime keeps its own default.
+    Drop,
+    /// Refused: exit 2.
+    Refuse,
+}
+
+/// Every runtime, in the order `--list` prints them.
+pub fn all() -> [&'static Meta; 8] {
+    [
+        &runtime::omp::meta::META,
+        &runtime::kimi::meta::KIMI,
+        &runtime::kimi::meta::KIMI_CLI,
+        &runtime::codex::meta::META,
+        &runtime::claude::meta::META,
+        &runtime::pi::meta::META,
+        &runtime::shell::meta::META,
+        &runtime::mock::meta::META,
+    ]
+}
+
+/// The runtime called `name`.
+pub fn find(name: &str) -> Result<&'static Meta, Refusal> {
+    all()
+        .into_iter()
+        .find(|meta| meta.name == name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = all().iter().map(|m| m.name).collect();
+            Refusal::new(
+                "runtime",
+                format!("unknown runtime; use one of {}", names.join(", ")),
+            )
+            .value(name)
+        })
+}
+
+/// The environment variable holding a runtime's default for `what` (`MODEL` or `EFFORT`).
+pub fn default_env(meta: &Meta, what: &str) -> String {
+    let name = meta.name.to_ascii_uppercase().replace('-', "_");
+    format!("MOOT_{name}_DEFAULT_{what}")
+}
+
+/// One runtime as `--list --json` prints it.
+#[derive(Debug, Serialize)]
+pub struct Entry {
+    pub name: &'static str,
+    pub executable: &'static str,
+    /// The executable is on PATH. Installed is not authenticated.
+    pub installed: bool,
+    pub path: Option<String>,
+    pub description: &'static str,
+    pub capabilities: Vec<&'static str>,
+    pub matrix: Matrix,
+    pub sessions: &'static str,
+    pub default_model: Option<String>,
+    pub default_effort: Option<String>,
+    pub default_model_env: String,
+    pub default_effort_env: String,
+    /// The effort levels it takes, or null when it takes any word or none.
+    pub effort_levels: Option<&'static [&'static str]>,
+    pub plan_mode: bool,
+    pub readonly_seat: bool,
+    pub system_prompt_file: bool,
+    pub extensions: bool,
+    /// How a prompt of 102400 bytes or more reaches it: attach, instruct or refuse.
+    pub prompt_staging: &'static str,
+    pub prompt_ceiling: Option<usize>,
+    pub usage_source: &'static str,
+}
+
+impl Entry {
+    /// Reads the runtime's defaults from `env` and its executable from `path_lookup`.
+    pub fn new(
+        meta: &'static Meta,
+        env: impl Fn(&str) -> Option<String>,
+        path_lookup: impl Fn(&str) -> Option<String>,
+    ) -> Self {
+        let default_model_env = default_env(meta, "MODEL");
+        let default_effort_env = default_env(meta, "EFFORT");
+        let path = path_lookup(meta.executable);
+        Entry {
+            name: meta.name,
+            executable: meta.executable,
+            installed: path.is_some(),
+            path,
+            description: meta.description,
+            capabilities: meta.capabilities.iter().map(|a| a.name()).collect(),
+            matrix: meta.matrix,
+            sessions: meta.sessions,
+            default_model: env(&default_model_env),
+            default_effort: env(&default_effort_env),
+            default_model_env,
+            default_effort_env,
+            effort_levels: match meta.effort {
+                EffortRule::Levels { levels, .. } => Some(levels),
+                EffortRule::Unsupported | EffortRule::Word => None,
+            },
+            plan_mode: meta.plan_mode,
+            readonly_seat: meta.readonly_seat,
+            system_prompt_file: meta.system_prompt,
+            extensions: meta.extensions,
+            prompt_staging: meta.prompt.oversize.name(),
+            prompt_ceiling: meta.prompt.oversize.ceiling(),
+            usage_source: meta.usage_source,
+        }
+    }
+}
+
+/// Writes the registry (or one runtime of it) as a table, or as a JSON array with `json`.
+pub fn write_list(out: &mut impl Write, entries: &[Entry], json: bool) -> std::io::Result<()> {
+    if json {
+        serde_json::to_writer_pretty(&mut *out, entries)?;
+        return writeln!(out);
+    }
+    let header = [
+        "RUNTIME",
+        "INSTALLED",
+        "CAPABILITIES",
+        "DEFAULT MODEL",
+        "DEFAULT EFFORT",
+        "SESSIONS",
+    ];
+    let rows: Vec<[String; 6]> = entries
+        .iter()
+        .map(|e| {
+            [
+                e.name.to_string(),
+                if e.installed { "yes" } else { "no" }.to_string(),
+                e.capabilities.join(","),
+                e.default_model.clone().unwrap_or_else(|| "-".into()),
+                e.default_effort.clone().unwrap_or_else(|| "-".into()),
+                e.sessions.to_string(),
+            ]
+        })
+        .collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([header[i].len()])
+                .max()
+                .unwrap_or_default()
+        })
+        .collect();
+    let header = header.map(String::from);
+    for row in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        writeln!(out, "{}", cells.join("  ").trim_end())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_findable() {
+        let names: Vec<&str> = all().iter().map(|m| m.name).collect();
+        assert_eq!(
+            names,
+            ["omp", "kimi", "kimi-cli", "codex", "claude", "pi", "shell", "mock"]
+        );
+        for name in names {
+            assert_eq!(find(name).unwrap().name, name);
+        }
+        assert_eq!(
+            find("gemini").unwrap_err().to_string(),
+            "runtime (gemini): unknown runtime; use one of omp, kimi, kimi-cli, codex, claude, \
+             pi, shell, mock"
+        );
+    }
+
+    #[test]
+    fn default_env_names() {
+        assert_eq!(
+            default_env(find("omp").unwrap(), "MODEL"),
+            "MOOT_OMP_DEFAULT_MODEL"
+        );
+        assert_eq!(
+            default_env(find("kimi-cli").unwrap(), "EFFORT"),
+            "MOOT_KIMI_CLI_DEFAULT_EFFORT"
+        );
+    }
+
+    #[test]
+    fn omp_does_not_advertise_produce() {
+        let omp = find("omp").unwrap();
+        assert_eq!(
+            omp.capabilities,
+            [Action::Review, Action::Implement, Action::Ask]
+        );
+        assert!(omp.plan_mode && omp.readonly_seat);
+        let others_plan: Vec<&str> = all()
+            .iter()
+            .filter(|m| m.plan_mode || m.readonly_seat)
+            .map(|m| m.name)
+            .collect();
+        assert_eq!(others_plan, ["omp"]);
+    }
+
+    #[test]
+    fn entries_take_defaults_from_the_environment_only() {
+        let omp = find("omp").unwrap();
+        let entry = Entry::new(
+            omp,
+            |name| (name == "MOOT_OMP_DEFAULT_MODEL").then(|| "anthropic/claude-opus-4".into()),
+            |_| None,
+        );
+        assert_eq!(
+            entry.default_model.as_deref(),
+            Some("anthropic/claude-opus-4")
+        );
+        assert_eq!(entry.default_effort, None);
+        assert!(!entry.installed);
+        assert_eq!(entry.prompt_staging, "attach");
+        assert_eq!(entry.prompt_ceiling, Some(5_242_880));
+    }
+
+    #[test]
+    fn the_table_aligns_columns() {
+        let entries: Vec<Entry> = all()
+            .into_iter()
+            .take(2)
+            .map(|m| Entry::new(m, |_| None, |exe| (exe == "omp").then(|| "/bin/omp".into())))
+            .collect();
+        let mut out = Vec::new();
+        write_list(&mut out, &entries, false).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("RUNTIME  INSTALLED  CAPABILITIES"));
+        assert!(lines[1].starts_with("omp      yes        review,implement,ask  "));
+        assert!(lines[2].starts_with("kimi     no         review,implement,ask,produce  "));
+    }
+}

@@ -1,0 +1,1556 @@
+//! moot-render: the argument vector of one delivery, and nothing but the argument vector.
+//!
+//! This module owns what is the same for every runtime: the job model (flags and the
+//! `MOOT_<RUNTIME>_DEFAULT_*` environment, nothing else), the checks every runtime shares
+//! (capabilities, write gates, plan pairing, model and effort values, grants, files), reading the
+//! prompt, routing it to argv or to a staged file, the output formats, and the dispatch to the
+//! runtime's own builder (`runtime/<rt>/argv.rs`), which alone knows its flags.
+//!
+//! Nothing is staged until every check has passed, so a refusal (exit 2) leaves nothing behind.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+
+use crate::registry::{self, EffortRule, Entry, Meta, OnUnknown};
+use crate::session;
+use crate::stage::{self, Route, StagePlan};
+use crate::worktree::{self, Worktree};
+
+/// Exit status of a refusal: bad input, nothing staged.
+pub const EXIT_REFUSED: u8 = 2;
+/// Exit status of a failure of the machine: the staged file or stdout could not be written.
+pub const EXIT_FAILED: u8 = 1;
+
+/// The autonomy policy of the seat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Policy {
+    /// Read tools only.
+    ReadOnly,
+    /// Edits inside the workspace.
+    WorkspaceWrite,
+    /// Everything.
+    DangerFullAccess,
+    /// Nothing requested: the runtime's own default (declared widened).
+    #[default]
+    Auto,
+}
+
+impl Policy {
+    /// Whether the policy lets the seat write (implement and plan need it).
+    pub fn grants_write(self) -> bool {
+        matches!(self, Policy::WorkspaceWrite | Policy::DangerFullAccess)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::ReadOnly => "read-only",
+            Policy::WorkspaceWrite => "workspace-write",
+            Policy::DangerFullAccess => "danger-full-access",
+            Policy::Auto => "auto",
+        }
+    }
+}
+
+/// The job's action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    #[default]
+    Ask,
+    Review,
+    Implement,
+    Produce,
+}
+
+impl Action {
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Ask => "ask",
+            Action::Review => "review",
+            Action::Implement => "implement",
+            Action::Produce => "produce",
+        }
+    }
+}
+
+/// How the argv is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum Format {
+    /// Each element followed by a NUL byte (for `moot-run`, `xargs -0`).
+    #[default]
+    Nul,
+    /// One JSON object: argv, staged paths, policy, plan mode, session id, warnings.
+    Json,
+    /// One shell-quoted line, for a human.
+    Sh,
+}
+
+/// Whether the runtime enforces the policy as asked, or runs with more than was asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Declared {
+    Applied,
+    Widened,
+}
+
+/// The policy as the output reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PolicyReport {
+    pub value: Policy,
+    pub declared: Declared,
+}
+
+/// A model selector and where it came from (a flag or a runtime default in the environment),
+/// so a refusal names the input the user has to fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selector {
+    pub value: String,
+    pub source: String,
+}
+
+impl Selector {
+    pub fn flag(value: &str) -> Self {
+        Selector {
+            value: value.into(),
+            source: "--model".into(),
+        }
+    }
+}
+
+/// A plan-mode request (omp's plan-then-execute).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// The model the execution phase runs on, when asked for explicitly.
+    pub into: Option<String>,
+}
+
+/// One job, resolved and checked by the rules every runtime shares (the action is fully
+/// handled by those rules: no CLI takes it as a flag).
+#[derive(Debug, Clone, Default)]
+pub struct Job {
+    /// The effective policy (a read-only seat is read-only).
+    pub policy: Policy,
+    pub readonly_seat: bool,
+    /// The effective model: the flag, else the runtime default from the environment.
+    pub model: Option<Selector>,
+    /// The effective effort, already checked against the runtime's rule.
+    pub effort: Option<String>,
+    /// The session reference, trimmed ("" when none).
+    pub session: String,
+    /// Absolute writable grants, in order.
+    pub writable: Vec<String>,
+    /// Absolute readable grants, in order.
+    pub readable: Vec<String>,
+    /// Time left for the run, in milliseconds.
+    pub deadline_ms: Option<u64>,
+    pub plan: Option<Plan>,
+    /// Absolute path of a readable regular file.
+    pub system_prompt: Option<String>,
+    /// Absolute paths of readable regular files.
+    pub extensions: Vec<String>,
+    /// Ask for the incremental event stream where the runtime has a choice.
+    pub stream: bool,
+    /// The runtime's health check, not a job.
+    pub health: bool,
+}
+
+/// What a builder may know about the machine, probed once so builders stay pure functions.
+#[derive(Debug, Clone)]
+pub struct Host {
+    /// The job's working directory (moot-render's own: run it where the runtime will run).
+    pub cwd: PathBuf,
+    pub euid: u32,
+    /// The git worktree containing `cwd`.
+    pub worktree: Option<Worktree>,
+    /// A random version-4 UUID, for runtimes that name a new session up front.
+    pub fresh_uuid: String,
+    /// The temporary directory fresh staging directories go under.
+    pub tmpdir: String,
+    /// Random suffix of a fresh staging directory.
+    pub stage_suffix: String,
+    /// The `MOOT_*` environment: runtime defaults.
+    pub env: BTreeMap<String, String>,
+}
+
+impl Host {
+    /// Probes this process's working directory, user, temporary directory and environment.
+    pub fn probe() -> anyhow::Result<Self> {
+        use anyhow::Context;
+        let cwd = std::env::current_dir().context("cannot read the working directory")?;
+        let random: [u8; 22] = session::random_bytes().context("cannot read /dev/urandom")?;
+        let (uuid_bytes, suffix_bytes) = random.split_at(16);
+        let mut uuid = [0u8; 16];
+        uuid.copy_from_slice(uuid_bytes);
+        let tmpdir = std::env::var_os("TMPDIR")
+            .filter(|v| !v.is_empty())
+            .map_or_else(|| "/tmp".to_string(), |v| v.to_string_lossy().into_owned());
+        Ok(Host {
+            worktree: worktree::find(&cwd),
+            cwd,
+            euid: nix::unistd::geteuid().as_raw(),
+            fresh_uuid: session::uuid_v4(uuid),
+            tmpdir,
+            stage_suffix: suffix_bytes.iter().map(|b| format!("{b:02x}")).collect(),
+            // vars_os: another variable that is not UTF-8 must not stop (or panic) the tool.
+            env: std::env::vars_os()
+                .filter_map(|(name, value)| {
+                    Some((name.into_string().ok()?, value.into_string().ok()?))
+                })
+                .filter(|(name, _)| name.starts_with("MOOT_"))
+                .collect(),
+        })
+    }
+
+    /// A non-blank environment value.
+    pub fn var(&self, name: &str) -> Option<String> {
+        nonblank(self.env.get(name).map(String::as_str))
+    }
+}
+
+/// A staged prompt, as a builder sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Staged {
+    pub dir: String,
+    pub file: String,
+}
+
+/// How the prompt reaches the runtime: the token that goes where the prompt goes, and the
+/// staged file when there is one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub token: String,
+    pub staged: Option<Staged>,
+}
+
+impl Delivery {
+    /// The prompt itself, verbatim.
+    pub fn inline(prompt: impl Into<String>) -> Self {
+        Delivery {
+            token: prompt.into(),
+            staged: None,
+        }
+    }
+}
+
+/// What a runtime's builder returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Built {
+    pub argv: Vec<String>,
+    pub declared: Declared,
+    /// Plan-mode evidence: `plan-into:<model>` or `plan-into:<runtime-default>`.
+    pub plan_mode: Option<String>,
+    /// A session id the argv names for a new session: store it only if the run succeeds.
+    pub session_id: Option<String>,
+    pub warnings: Vec<String>,
+}
+
+impl Built {
+    pub fn new(argv: Vec<String>, declared: Declared) -> Self {
+        Built {
+            argv,
+            declared,
+            plan_mode: None,
+            session_id: None,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// A runtime's argv builder. It refuses what its runtime cannot take; it never touches the
+/// file system beyond reading (the staged file is written after it succeeds).
+pub type Builder = fn(&Job, &Host, &Delivery) -> Result<Built, Refusal>;
+
+/// Bad input: `<input> (<value>): <why and what to do>`, printed on one line, exit 2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    input: String,
+    value: Option<String>,
+    why: String,
+}
+
+impl Refusal {
+    pub fn new(input: impl Into<String>, why: impl Into<String>) -> Self {
+        Refusal {
+            input: input.into(),
+            value: None,
+            why: why.into(),
+        }
+    }
+
+    /// The offending value, shown with control characters escaped so the line stays one line.
+    /// Never pass prompt text here.
+    pub fn value(mut self, value: impl AsRef<str>) -> Self {
+        self.value = Some(escape_controls(value.as_ref()));
+        self
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.value {
+            Some(value) => write!(f, "{} ({value}): {}", self.input, self.why),
+            None => write!(f, "{}: {}", self.input, self.why),
+        }
+    }
+}
+
+fn escape_controls(value: &str) -> String {
+    value
+        .chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// The flags of one delivery. Value flags whose values are checked here take a value that
+/// starts with '-' (`--model -x`), so the refusal explains what is wrong with it instead of
+/// clap reporting an unknown flag.
+#[derive(Debug, Clone, Default, Args)]
+pub struct JobArgs {
+    /// Read the prompt from FILE instead of the argument after `--` (`-` reads stdin).
+    #[arg(long, value_name = "FILE")]
+    pub prompt_file: Option<String>,
+
+    /// The job's action. It must be one of the runtime's capabilities, and implement needs a
+    /// write-granting policy.
+    #[arg(long, value_enum, value_name = "ACTION", default_value_t)]
+    pub action: Action,
+
+    /// The seat's autonomy policy, mapped to the runtime's own permission setting.
+    #[arg(long, value_enum, value_name = "POLICY", default_value_t)]
+    pub policy: Policy,
+
+    /// The run is confined read-only by the kernel (moot-sandbox): omp then gets
+    /// --approval-mode=yolo, declared widened, so its headless tools can run.
+    #[arg(long)]
+    pub readonly_seat: bool,
+
+    /// The model; else $MOOT_<RUNTIME>_DEFAULT_MODEL; else the runtime's own default.
+    #[arg(long, value_name = "MODEL", allow_hyphen_values = true)]
+    pub model: Option<String>,
+
+    /// The reasoning effort; else $MOOT_<RUNTIME>_DEFAULT_EFFORT; else the runtime's own.
+    #[arg(long, value_name = "LEVEL", allow_hyphen_values = true)]
+    pub effort: Option<String>,
+
+    /// Session reference: start (empty, fresh:<suffix>) or resume (an id, or last), in the
+    /// runtime's grammar. For shell: the command to run.
+    #[arg(long, value_name = "REF", allow_hyphen_values = true)]
+    pub session: Option<String>,
+
+    /// Grant a writable directory (repeatable; writable grants come before readable ones).
+    #[arg(long = "add-dir", value_name = "DIR")]
+    pub add_dir: Vec<String>,
+
+    /// Grant a readable directory (repeatable).
+    #[arg(long = "read-dir", value_name = "DIR")]
+    pub read_dir: Vec<String>,
+
+    /// Seconds left for the run (omp: --max-time of 90% of it, omitted under 1 s).
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds, allow_hyphen_values = true)]
+    pub deadline: Option<u64>,
+
+    /// Plan first, then execute (omp only; needs a write-granting policy).
+    #[arg(long)]
+    pub plan: bool,
+
+    /// The model that executes the plan (default: the job's model).
+    #[arg(long, value_name = "MODEL", allow_hyphen_values = true)]
+    pub plan_into: Option<String>,
+
+    /// A system prompt file (claude, pi; appended to omp's own); it must be a readable regular file.
+    #[arg(long, value_name = "FILE")]
+    pub system_prompt_file: Option<String>,
+
+    /// An extension file to load (pi; repeatable); it must exist.
+    #[arg(long, value_name = "FILE")]
+    pub extension: Vec<String>,
+
+    /// Ask for the incremental event stream where the runtime has a choice (claude).
+    #[arg(long)]
+    pub stream: bool,
+
+    /// Render the runtime's health check instead of a job (no prompt).
+    #[arg(long)]
+    pub health: bool,
+
+    /// Stage large prompts in DIR (absolute; created 0700 if missing; must be yours and
+    /// private). Default: a fresh directory under $TMPDIR.
+    #[arg(long, value_name = "DIR")]
+    pub stage_dir: Option<String>,
+
+    /// Output format.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t)]
+    pub format: Format,
+}
+
+/// The whole command line of moot-render.
+#[derive(Debug, Clone, Args)]
+pub struct RenderArgs {
+    /// The runtime: omp, kimi, kimi-cli, codex, claude, pi, shell or mock.
+    #[arg(value_name = "RUNTIME", required_unless_present = "list")]
+    pub runtime: Option<String>,
+
+    /// `-`: read the prompt from stdin.
+    #[arg(value_name = "-", num_args = 0.., value_parser = clap::value_parser!(OsString))]
+    pub stdin: Vec<OsString>,
+
+    /// The prompt, as exactly one argument after `--`.
+    #[arg(last = true, value_name = "PROMPT", value_parser = clap::value_parser!(OsString))]
+    pub prompt: Vec<OsString>,
+
+    #[command(flatten)]
+    pub job: JobArgs,
+
+    /// List the runtime registry (or one runtime): capabilities, matrix, sessions, defaults,
+    /// and whether the executable is on PATH.
+    #[arg(long, conflicts_with_all = NOT_WITH_LIST)]
+    pub list: bool,
+
+    /// With --list: print a JSON array.
+    #[arg(long, requires = "list")]
+    pub json: bool,
+}
+
+/// Every argument of a delivery, which `--list` refuses. Named one by one (not by group) so the
+/// error names the flag that was given; a test checks that none is missing.
+const NOT_WITH_LIST: [&str; 20] = [
+    "stdin",
+    "prompt",
+    "prompt_file",
+    "action",
+    "policy",
+    "readonly_seat",
+    "model",
+    "effort",
+    "session",
+    "add_dir",
+    "read_dir",
+    "deadline",
+    "plan",
+    "plan_into",
+    "system_prompt_file",
+    "extension",
+    "stream",
+    "health",
+    "stage_dir",
+    "format",
+];
+
+/// Runs moot-render: prints the argv (or the registry), or one refusal line.
+pub fn run(tool: &str, args: &RenderArgs) -> anyhow::Result<ExitCode> {
+    if args.list {
+        return list(tool, args);
+    }
+    let host = Host::probe()?;
+    let rendering = match prepare(args, &host) {
+        Ok(rendering) => rendering,
+        Err(refusal) => return Ok(refuse(tool, &refusal)),
+    };
+    if let Some(plan) = &rendering.stage {
+        stage::write(plan, rendering.prompt.as_bytes())?;
+    }
+    let emitted = emit(tool, &rendering, args.job.format);
+    if emitted.is_err() {
+        // Nobody received the argv, so nobody will run it or remove what it names.
+        if let Some(plan) = &rendering.stage {
+            stage::remove(plan);
+        }
+    }
+    emitted?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn refuse(tool: &str, refusal: &Refusal) -> ExitCode {
+    eprintln!("{tool}: {refusal}");
+    ExitCode::from(EXIT_REFUSED)
+}
+
+fn list(tool: &str, args: &RenderArgs) -> anyhow::Result<ExitCode> {
+    let metas = match args.runtime.as_deref() {
+        Some(name) => match registry::find(name) {
+            Ok(meta) => vec![meta],
+            Err(refusal) => return Ok(refuse(tool, &refusal)),
+        },
+        None => registry::all().to_vec(),
+    };
+    let entries: Vec<Entry> = metas
+        .into_iter()
+        .map(|meta| {
+            Entry::new(
+                meta,
+                |name| nonblank(std::env::var(name).ok().as_deref()),
+                |exe| which::which(exe).ok().map(|p| p.display().to_string()),
+            )
+        })
+        .collect();
+    let mut out = io::stdout().lock();
+    registry::write_list(&mut out, &entries, args.json)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A delivery ready to print: every check passed, nothing written yet.
+#[derive(Debug)]
+pub struct Rendering {
+    pub meta: &'static Meta,
+    pub built: Built,
+    pub policy: PolicyReport,
+    pub prompt: String,
+    pub stage: Option<StagePlan>,
+    pub warnings: Vec<String>,
+}
+
+/// Checks everything and builds the argv, touching nothing: shared rules, then the prompt, then
+/// the staging location, then the runtime's own rules.
+pub fn prepare(args: &RenderArgs, host: &Host) -> Result<Rendering, Refusal> {
+    let name = args.runtime.as_deref().unwrap_or_default();
+    let meta = registry::find(name)?;
+    let mut warnings = Vec::new();
+    let job = resolve_job(meta, &args.job, host, &mut warnings)?;
+    let prompt = read_prompt(meta, args)?;
+    let route = stage::route(meta.name, &prompt, &meta.prompt)?;
+    let (delivery, stage) = if route == Route::Inline {
+        (Delivery::inline(prompt.as_str()), None)
+    } else {
+        let protected = stage::Protected {
+            worktree: host.worktree.as_ref().map(|w| w.root.as_path()),
+            writable: &job.writable,
+            euid: host.euid,
+        };
+        let plan = stage::plan(
+            args.job.stage_dir.as_deref(),
+            &host.tmpdir,
+            &host.stage_suffix,
+            &protected,
+        )?;
+        (staged_delivery(&plan, route == Route::Instruct), Some(plan))
+    };
+    let mut built = (meta.build)(&job, host, &delivery)?;
+    warnings.append(&mut built.warnings);
+    Ok(Rendering {
+        meta,
+        policy: PolicyReport {
+            value: job.policy,
+            declared: built.declared,
+        },
+        built,
+        prompt,
+        stage,
+        warnings,
+    })
+}
+
+/// The token beside a staged prompt: an instruction to read the granted file, or a pointer to
+/// the attached one.
+fn staged_delivery(plan: &StagePlan, instruct: bool) -> Delivery {
+    let token = if instruct {
+        stage::read_instruction(&plan.file)
+    } else {
+        stage::ATTACH_POINTER.to_string()
+    };
+    Delivery {
+        token,
+        staged: Some(Staged {
+            dir: plan.dir.display().to_string(),
+            file: plan.file.display().to_string(),
+        }),
+    }
+}
+
+/// The shared rules, in order: capability, seat, write gates, plan pairing, model, effort,
+/// grants, files.
+fn resolve_job(
+    meta: &Meta,
+    a: &JobArgs,
+    host: &Host,
+    warnings: &mut Vec<String>,
+) -> Result<Job, Refusal> {
+    let rt = meta.name;
+    if !meta.capabilities.contains(&a.action) {
+        let caps: Vec<&str> = meta.capabilities.iter().map(|c| c.name()).collect();
+        return Err(Refusal::new(
+            "--action",
+            format!(
+                "{rt} does not advertise it (capabilities: {})",
+                caps.join(", ")
+            ),
+        )
+        .value(a.action.name()));
+    }
+    if a.readonly_seat && !meta.readonly_seat {
+        return Err(Refusal::new(
+            "--readonly-seat",
+            format!("{rt} has no read-only-seat delivery; only omp does"),
+        ));
+    }
+    if a.readonly_seat && a.policy.grants_write() {
+        return Err(Refusal::new(
+            "--policy",
+            "a read-only seat cannot carry a write-granting policy; drop --readonly-seat or the policy",
+        )
+        .value(a.policy.name()));
+    }
+    let policy = if a.readonly_seat {
+        Policy::ReadOnly
+    } else {
+        a.policy
+    };
+    let no_write = if a.readonly_seat {
+        "a read-only seat grants no writes".to_string()
+    } else {
+        format!("the policy {} grants no writes", policy.name())
+    };
+    if a.action == Action::Implement && !policy.grants_write() {
+        return Err(Refusal::new(
+            "--action",
+            format!("{no_write}; use --policy workspace-write or danger-full-access"),
+        )
+        .value("implement"));
+    }
+    let plan = resolve_plan(meta, a, policy, &no_write)?;
+    let model = resolve_model(meta, a, host, warnings)?;
+    let effort = resolve_effort(meta, a, host, warnings)?;
+    Ok(Job {
+        policy,
+        readonly_seat: a.readonly_seat,
+        model,
+        effort,
+        session: a.session.as_deref().unwrap_or_default().trim().to_string(),
+        writable: grants("--add-dir", &a.add_dir, host)?,
+        readable: grants("--read-dir", &a.read_dir, host)?,
+        deadline_ms: a.deadline,
+        plan,
+        system_prompt: optional_file(
+            meta,
+            "--system-prompt-file",
+            a.system_prompt_file.as_deref(),
+            meta.system_prompt,
+            host,
+        )?,
+        extensions: a
+            .extension
+            .iter()
+            .map(|f| optional_file(meta, "--extension", Some(f), meta.extensions, host))
+            .filter_map(Result::transpose)
+            .collect::<Result<_, _>>()?,
+        stream: a.stream,
+        health: a.health,
+    })
+}
+
+fn resolve_plan(
+    meta: &Meta,
+    a: &JobArgs,
+    policy: Policy,
+    no_write: &str,
+) -> Result<Option<Plan>, Refusal> {
+    let into = nonblank(a.plan_into.as_deref());
+    if !a.plan {
+        return match into {
+            Some(into) => Err(Refusal::new(
+                "--plan-into",
+                "it names the model that executes a plan, so it requires --plan",
+            )
+            .value(into)),
+            None => Ok(None),
+        };
+    }
+    if !meta.plan_mode {
+        return Err(Refusal::new(
+            "--plan",
+            format!(
+                "plan mode is omp's alone; {} would run it as an ordinary job",
+                meta.name
+            ),
+        ));
+    }
+    if !policy.grants_write() {
+        return Err(Refusal::new(
+            "--plan",
+            format!(
+                "a plan ends in an implementation phase, so it needs a write-granting policy, and \
+                 {no_write}; use --policy workspace-write or danger-full-access"
+            ),
+        ));
+    }
+    Ok(Some(Plan { into }))
+}
+
+/// Why `value` is not one model selector: it would read as a flag, or split into several
+/// arguments, or carry characters no selector has.
+pub fn selector_problem(value: &str) -> Option<&'static str> {
+    if value.starts_with('-') {
+        Some("a model selector cannot start with '-', where it would read as a flag")
+    } else if value.chars().any(char::is_control) {
+        Some("a model selector cannot contain control characters")
+    } else if value.chars().any(char::is_whitespace) {
+        Some("a model selector cannot contain whitespace")
+    } else {
+        None
+    }
+}
+
+/// The flag's value, else the runtime default from the environment (blank counts as unset).
+fn flag_or_default(
+    meta: &Meta,
+    flag: &str,
+    value: Option<&str>,
+    what: &str,
+    host: &Host,
+) -> Option<Selector> {
+    if let Some(value) = nonblank(value) {
+        return Some(Selector {
+            value,
+            source: flag.into(),
+        });
+    }
+    let env = registry::default_env(meta, what);
+    host.var(&env).map(|value| Selector { value, source: env })
+}
+
+fn resolve_model(
+    meta: &Meta,
+    a: &JobArgs,
+    host: &Host,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Selector>, Refusal> {
+    let Some(model) = flag_or_default(meta, "--model", a.model.as_deref(), "MODEL", host) else {
+        return Ok(None);
+    };
+    if !meta.takes_model {
+        warnings.push(format!(
+            "{} ({}): {} has no model setting; dropped",
+            model.source, model.value, meta.name
+        ));
+        return Ok(None);
+    }
+    match selector_problem(&model.value) {
+        Some(why) => Err(Refusal::new(model.source, why).value(&model.value)),
+        None => Ok(Some(model)),
+    }
+}
+
+fn resolve_effort(
+    meta: &Meta,
+    a: &JobArgs,
+    host: &Host,
+    warnings: &mut Vec<String>,
+) -> Result<Option<String>, Refusal> {
+    let Some(effort) = flag_or_default(meta, "--effort", a.effort.as_deref(), "EFFORT", host)
+    else {
+        return Ok(None);
+    };
+    let rt = meta.name;
+    match meta.effort {
+        EffortRule::Unsupported => {
+            warnings.push(format!(
+                "{} ({}): {rt} has no effort setting; dropped",
+                effort.source, effort.value
+            ));
+            Ok(None)
+        }
+        EffortRule::Word => {
+            let word = effort
+                .value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                && !effort.value.starts_with('-');
+            if word {
+                Ok(Some(effort.value))
+            } else {
+                Err(Refusal::new(
+                    effort.source,
+                    format!("{rt} takes one effort word (letters, digits, '-', '_', '.')"),
+                )
+                .value(&effort.value))
+            }
+        }
+        EffortRule::Levels { levels, unknown } => {
+            let level = effort.value.to_lowercase();
+            if levels.contains(&level.as_str()) {
+                return Ok(Some(level));
+            }
+            let listed = levels.join(", ");
+            match unknown {
+                OnUnknown::Drop => {
+                    warnings.push(format!(
+                        "{} ({}): not one of {rt}'s levels ({listed}); dropped, {rt} keeps its own default",
+                        effort.source,
+                        escape_controls(&effort.value)
+                    ));
+                    Ok(None)
+                }
+                OnUnknown::Refuse => Err(Refusal::new(
+                    effort.source,
+                    format!("{rt} takes one of {listed}"),
+                )
+                .value(&effort.value)),
+            }
+        }
+    }
+}
+
+/// Directory grants as absolute paths (relative ones are taken from the working directory);
+/// blank entries are skipped, anything that is not a directory is refused.
+fn grants(flag: &str, dirs: &[String], host: &Host) -> Result<Vec<String>, Refusal> {
+    dirs.iter()
+        .filter(|d| !d.trim().is_empty())
+        .map(|dir| {
+            let path = host.cwd.join(dir);
+            if path.is_dir() {
+                Ok(path.display().to_string())
+            } else {
+                Err(Refusal::new(flag, "not a directory").value(dir))
+            }
+        })
+        .collect()
+}
+
+/// A file input: refused when the runtime has no use for it (silently dropping a system prompt
+/// would change the job), or when it is not a readable regular file.
+fn optional_file(
+    meta: &Meta,
+    flag: &str,
+    file: Option<&str>,
+    supported: bool,
+    host: &Host,
+) -> Result<Option<String>, Refusal> {
+    let Some(file) = file else {
+        return Ok(None);
+    };
+    if !supported {
+        return Err(Refusal::new(flag, format!("{} has no such input", meta.name)).value(file));
+    }
+    let path = host.cwd.join(file);
+    // The type first: opening a FIFO would block until someone writes to it.
+    let readable = std::fs::metadata(&path).and_then(|m| {
+        if m.is_file() {
+            File::open(&path).map(drop)
+        } else {
+            Err(io::Error::other("not a regular file"))
+        }
+    });
+    match readable {
+        Ok(()) => Ok(Some(path.display().to_string())),
+        Err(e) => Err(Refusal::new(flag, format!("not a readable regular file ({e})")).value(file)),
+    }
+}
+
+/// Reads the one prompt the command line names, and checks it is text a CLI can take.
+fn read_prompt(meta: &Meta, args: &RenderArgs) -> Result<String, Refusal> {
+    let usage = "give exactly one prompt: after --, or --prompt-file FILE, or - for stdin";
+    if args.stdin.iter().any(|a| a != "-") || args.stdin.len() > 1 {
+        return Err(Refusal::new(
+            "unexpected argument after RUNTIME",
+            format!("a prompt goes after -- ({usage})"),
+        ));
+    }
+    if args.prompt.len() > 1 {
+        return Err(Refusal::new(
+            "prompt",
+            format!(
+                "{} arguments after --; quote the prompt as one argument",
+                args.prompt.len()
+            ),
+        ));
+    }
+    let sources = [
+        !args.prompt.is_empty(),
+        args.job.prompt_file.is_some(),
+        !args.stdin.is_empty(),
+    ];
+    let given = sources.iter().filter(|s| **s).count();
+    if args.job.health {
+        return match given {
+            0 => Ok(meta.health_prompt.to_string()),
+            _ => Err(Refusal::new(
+                "--health",
+                format!(
+                    "it delivers {}'s own check prompt; give no prompt",
+                    meta.name
+                ),
+            )),
+        };
+    }
+    let bytes = match given {
+        0 => return Err(Refusal::new("prompt", format!("none given; {usage}"))),
+        1 => prompt_bytes(args)?,
+        _ => {
+            return Err(Refusal::new(
+                "prompt",
+                format!("more than one given; {usage}"),
+            ))
+        }
+    };
+    checked_text(bytes)
+}
+
+fn prompt_bytes(args: &RenderArgs) -> Result<Vec<u8>, Refusal> {
+    let limit = stage::MAX_PROMPT_BYTES;
+    if let Some(arg) = args.prompt.first() {
+        return Ok(arg.as_encoded_bytes().to_vec());
+    }
+    match args.job.prompt_file.as_deref() {
+        Some(file) if file != "-" => {
+            let read = File::open(file).and_then(|f| read_capped(f, limit));
+            read.map_err(|e| {
+                Refusal::new("--prompt-file", format!("cannot read it: {e}")).value(file)
+            })
+        }
+        _ => read_capped(io::stdin().lock(), limit)
+            .map_err(|e| Refusal::new("stdin", format!("cannot read the prompt: {e}"))),
+    }
+}
+
+/// Reads at most `limit` bytes; more is an error (a prompt that size is a mistake, and holding
+/// an unbounded stream in memory is not an option).
+fn read_capped(reader: impl Read, limit: usize) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    reader.take(limit as u64 + 1).read_to_end(&mut bytes)?;
+    if bytes.len() > limit {
+        return Err(io::Error::other(format!(
+            "more than {limit} bytes, the most moot-render reads"
+        )));
+    }
+    Ok(bytes)
+}
+
+/// The prompt as text: UTF-8, not blank, no NUL (no CLI takes those on argv or as a prompt).
+/// The messages never quote the prompt.
+fn checked_text(bytes: Vec<u8>) -> Result<String, Refusal> {
+    let text = String::from_utf8(bytes).map_err(|e| {
+        Refusal::new(
+            "prompt",
+            format!(
+                "not valid UTF-8 (first bad byte at offset {}); re-encode it as UTF-8",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })?;
+    if let Some(offset) = text.find('\0') {
+        return Err(Refusal::new(
+            "prompt",
+            format!("contains a NUL byte at offset {offset}; remove it"),
+        ));
+    }
+    if text.trim().is_empty() {
+        let what = if text.is_empty() {
+            "empty"
+        } else {
+            "blank (only whitespace)"
+        };
+        return Err(Refusal::new("prompt", format!("{what}; give the task")));
+    }
+    Ok(text)
+}
+
+/// `SECS` as milliseconds: a non-negative decimal number of seconds (`600`, `12.5`); digits
+/// past the millisecond are dropped.
+pub fn parse_seconds(value: &str) -> Result<u64, String> {
+    let bad = || format!("expected a number of seconds such as 600 or 12.5, got {value:?}");
+    let (whole, fraction) = value.split_once('.').unwrap_or((value, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !digits(whole) || !digits(fraction) || value.ends_with('.') {
+        return Err(bad());
+    }
+    let millis: String = fraction.chars().chain("000".chars()).take(3).collect();
+    whole
+        .parse::<u64>()
+        .ok()
+        .and_then(|s| s.checked_mul(1000))
+        .and_then(|ms| ms.checked_add(millis.parse::<u64>().ok()?))
+        .ok_or_else(bad)
+}
+
+/// The JSON object of `--format json`.
+#[derive(Debug, Serialize)]
+pub struct Output<'a> {
+    pub runtime: &'static str,
+    pub argv: &'a [String],
+    /// Staged files (the prompt), to be readable by the run and removed after it.
+    pub staged: Vec<String>,
+    /// The staging directory: pass it to `moot-sandbox --ro` and `moot-run --cleanup`.
+    pub stage_dir: Option<String>,
+    pub policy: PolicyReport,
+    pub plan_mode: Option<&'a str>,
+    /// The id of the new session the argv names (claude): store it only if the run succeeds.
+    pub session_id: Option<&'a str>,
+    pub warnings: &'a [String],
+}
+
+impl<'a> Output<'a> {
+    pub fn of(rendering: &'a Rendering) -> Self {
+        let stage = rendering.stage.as_ref();
+        Output {
+            runtime: rendering.meta.name,
+            argv: &rendering.built.argv,
+            staged: stage
+                .map(|s| s.file.display().to_string())
+                .into_iter()
+                .collect(),
+            stage_dir: stage.map(|s| s.dir.display().to_string()),
+            policy: rendering.policy,
+            plan_mode: rendering.built.plan_mode.as_deref(),
+            session_id: rendering.built.session_id.as_deref(),
+            warnings: &rendering.warnings,
+        }
+    }
+}
+
+/// Prints the rendering: the payload on stdout; warnings on stderr in every format; staged
+/// paths and a new session id on stderr too in the nul and sh formats (json carries them),
+/// once the payload is out (a payload nobody received stages nothing).
+fn emit(tool: &str, rendering: &Rendering, format: Format) -> io::Result<()> {
+    let output = Output::of(rendering);
+    let mut err = io::stderr().lock();
+    for warning in output.warnings {
+        writeln!(err, "{tool}: warning: {warning}")?;
+    }
+    let mut out = io::stdout().lock();
+    out.write_all(&payload(&output, format))?;
+    out.flush()?;
+    if format != Format::Json {
+        for (file, dir) in output.staged.iter().zip(&output.stage_dir) {
+            writeln!(err, "{tool}: staged {file} (stage dir {dir})")?;
+        }
+        if let Some(id) = output.session_id {
+            writeln!(
+                err,
+                "{tool}: {} session id {id}: store it only if the run succeeds",
+                output.runtime
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The bytes of stdout for one format.
+pub fn payload(output: &Output, format: Format) -> Vec<u8> {
+    match format {
+        Format::Nul => output.argv.iter().fold(Vec::new(), |mut out, arg| {
+            out.extend_from_slice(arg.as_bytes());
+            out.push(0);
+            out
+        }),
+        Format::Json => {
+            let mut out = serde_json::to_vec(output).unwrap_or_default();
+            out.push(b'\n');
+            out
+        }
+        Format::Sh => {
+            let words: Vec<String> = output.argv.iter().map(|a| sh_quote(a)).collect();
+            format!("{}\n", words.join(" ")).into_bytes()
+        }
+    }
+}
+
+/// Quotes one word for a POSIX shell, on one line: bare when it is plainly safe, in single
+/// quotes otherwise, and as `$'...'` (POSIX.1-2024, bash, zsh, ksh) when it holds control
+/// characters such as newlines, so the whole argv stays one line.
+pub fn sh_quote(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        return word.to_string();
+    }
+    if !word.chars().any(char::is_control) {
+        return format!("'{}'", word.replace('\'', r"'\''"));
+    }
+    let mut quoted = String::from("$'");
+    for c in word.chars() {
+        match c {
+            '\\' => quoted.push_str(r"\\"),
+            '\'' => quoted.push_str(r"\'"),
+            '\n' => quoted.push_str(r"\n"),
+            '\t' => quoted.push_str(r"\t"),
+            '\r' => quoted.push_str(r"\r"),
+            c if c.is_control() => {
+                let mut buf = [0u8; 4];
+                for byte in c.encode_utf8(&mut buf).bytes() {
+                    quoted.push_str(&format!("\\x{byte:02x}"));
+                }
+            }
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('\'');
+    quoted
+}
+
+/// A non-blank value, trimmed.
+pub fn nonblank(value: Option<&str>) -> Option<String> {
+    value
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(String::from)
+}
+
+/// An argv under construction: the one way every builder writes flags and their values.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Argv(Vec<String>);
+
+impl Argv {
+    pub fn new(words: &[&str]) -> Self {
+        Argv(words.iter().map(|w| w.to_string()).collect())
+    }
+
+    /// Appends words.
+    pub fn push(&mut self, words: &[&str]) -> &mut Self {
+        self.0.extend(words.iter().map(|w| w.to_string()));
+        self
+    }
+
+    /// Appends `flag value` when there is a value.
+    pub fn opt(&mut self, flag: &str, value: Option<&str>) -> &mut Self {
+        if let Some(value) = value {
+            self.push(&[flag, value]);
+        }
+        self
+    }
+
+    /// Appends `flag value` for each value.
+    pub fn each<'v>(
+        &mut self,
+        flag: &str,
+        values: impl IntoIterator<Item = &'v String>,
+    ) -> &mut Self {
+        for value in values {
+            self.push(&[flag, value]);
+        }
+        self
+    }
+
+    pub fn into_vec(self) -> Vec<String> {
+        self.0
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// A host with fixed random values, outside any worktree.
+    pub(crate) fn host() -> Host {
+        Host {
+            cwd: PathBuf::from("/"),
+            euid: 1000,
+            worktree: None,
+            fresh_uuid: "0f8c1c3e-9a4b-4c1d-8e2f-123456789abc".into(),
+            tmpdir: "/tmp".into(),
+            stage_suffix: "0011223344556677".into(),
+            env: BTreeMap::new(),
+        }
+    }
+
+    /// A staged delivery as the omp and pi builders receive it.
+    pub(crate) fn attached() -> Delivery {
+        Delivery {
+            token: crate::stage::ATTACH_POINTER.into(),
+            staged: Some(Staged {
+                dir: "/tmp/moot-stage-x".into(),
+                file: "/tmp/moot-stage-x/prompt.md".into(),
+            }),
+        }
+    }
+
+    /// Builds with `build` and returns the argv, panicking on a refusal.
+    pub(crate) fn argv(build: Builder, job: &Job, delivery: &Delivery) -> Vec<String> {
+        build(job, &host(), delivery).unwrap().argv
+    }
+
+    /// Builds with `build` and returns the refusal line.
+    pub(crate) fn refusal(build: Builder, job: &Job) -> String {
+        build(job, &host(), &Delivery::inline("x"))
+            .unwrap_err()
+            .to_string()
+    }
+
+    pub(crate) fn model(value: &str) -> Option<Selector> {
+        Some(Selector::flag(value))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::host;
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: RenderArgs,
+    }
+
+    fn parse(argv: &[&str]) -> RenderArgs {
+        Cli::try_parse_from(std::iter::once("moot-render").chain(argv.iter().copied()))
+            .unwrap()
+            .args
+    }
+
+    fn refusal(argv: &[&str]) -> String {
+        prepare(&parse(argv), &host()).unwrap_err().to_string()
+    }
+
+    fn rendered(argv: &[&str]) -> Rendering {
+        prepare(&parse(argv), &host()).unwrap()
+    }
+
+    #[test]
+    fn list_refuses_every_delivery_argument() {
+        use clap::CommandFactory;
+        let command = Cli::command();
+        let job_args: Vec<_> = command
+            .get_arguments()
+            .filter(|a| a.get_id() != "list" && a.get_id() != "json" && a.get_id() != "runtime")
+            .filter(|a| a.get_id() != "help" && a.get_id() != "version")
+            .map(|a| a.get_id().to_string())
+            .collect();
+        let mut listed: Vec<String> = NOT_WITH_LIST.iter().map(|s| s.to_string()).collect();
+        let mut all = job_args.clone();
+        listed.sort();
+        all.sort();
+        assert_eq!(listed, all);
+        let error = Cli::try_parse_from(["moot-render", "--list", "--stream"])
+            .err()
+            .unwrap();
+        assert_eq!(error.kind(), clap::error::ErrorKind::ArgumentConflict);
+    }
+
+    #[test]
+    fn seconds_parse_to_milliseconds() {
+        assert_eq!(parse_seconds("600"), Ok(600_000));
+        assert_eq!(parse_seconds("12.5"), Ok(12_500));
+        assert_eq!(parse_seconds("0.0019"), Ok(1));
+        assert_eq!(parse_seconds("0"), Ok(0));
+        for bad in [
+            "",
+            "-1",
+            "1.",
+            ".5",
+            "1e3",
+            "inf",
+            "1,5",
+            "99999999999999999999",
+        ] {
+            assert!(parse_seconds(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn shell_quoting_stays_on_one_line() {
+        assert_eq!(sh_quote("--mode=json"), "--mode=json");
+        assert_eq!(sh_quote("@/tmp/x/prompt.md"), "@/tmp/x/prompt.md");
+        assert_eq!(sh_quote(""), "''");
+        assert_eq!(sh_quote("review this"), "'review this'");
+        assert_eq!(sh_quote("it's $HOME"), r"'it'\''s $HOME'");
+        assert_eq!(sh_quote("a\nb\t'c'\\\u{7}"), r"$'a\nb\t\'c\'\\\x07'");
+        assert_eq!(sh_quote("é"), "'é'");
+    }
+
+    #[test]
+    fn formats() {
+        let r = rendered(&["mock", "--", "hi there"]);
+        let output = Output::of(&r);
+        assert_eq!(payload(&output, Format::Nul), b"printf\0%s\0hi there\0");
+        assert_eq!(payload(&output, Format::Sh), b"printf %s 'hi there'\n");
+        assert_eq!(
+            String::from_utf8(payload(&output, Format::Json)).unwrap(),
+            "{\"runtime\":\"mock\",\"argv\":[\"printf\",\"%s\",\"hi there\"],\"staged\":[],\
+             \"stage_dir\":null,\"policy\":{\"value\":\"auto\",\"declared\":\"applied\"},\
+             \"plan_mode\":null,\"session_id\":null,\"warnings\":[]}\n"
+        );
+    }
+
+    #[test]
+    fn capability_and_write_gates() {
+        assert_eq!(
+            refusal(&["omp", "--action", "produce", "--", "x"]),
+            "--action (produce): omp does not advertise it (capabilities: review, implement, ask)"
+        );
+        assert_eq!(
+            refusal(&["omp", "--action", "implement", "--", "x"]),
+            "--action (implement): the policy auto grants no writes; use --policy \
+             workspace-write or danger-full-access"
+        );
+        assert_eq!(
+            refusal(&[
+                "omp",
+                "--action",
+                "implement",
+                "--policy",
+                "read-only",
+                "--",
+                "x"
+            ]),
+            "--action (implement): the policy read-only grants no writes; use --policy \
+             workspace-write or danger-full-access"
+        );
+        assert_eq!(
+            refusal(&["omp", "--readonly-seat", "--action", "implement", "--", "x"]),
+            "--action (implement): a read-only seat grants no writes; use --policy \
+             workspace-write or danger-full-access"
+        );
+        assert_eq!(
+            refusal(&[
+                "omp",
+                "--readonly-seat",
+                "--policy",
+                "workspace-write",
+                "--",
+                "x"
+            ]),
+            "--policy (workspace-write): a read-only seat cannot carry a write-granting policy; \
+             drop --readonly-seat or the policy"
+        );
+        assert_eq!(
+            refusal(&["kimi", "--readonly-seat", "--", "x"]),
+            "--readonly-seat: kimi has no read-only-seat delivery; only omp does"
+        );
+        let ok = rendered(&[
+            "omp",
+            "--action",
+            "implement",
+            "--policy",
+            "workspace-write",
+            "--",
+            "x",
+        ]);
+        assert_eq!(ok.policy.value, Policy::WorkspaceWrite);
+        let seat = rendered(&["omp", "--readonly-seat", "--", "x"]);
+        assert_eq!(
+            seat.policy,
+            PolicyReport {
+                value: Policy::ReadOnly,
+                declared: Declared::Widened
+            }
+        );
+    }
+
+    #[test]
+    fn plan_gates() {
+        assert_eq!(
+            refusal(&["omp", "--plan-into", "m", "--", "x"]),
+            "--plan-into (m): it names the model that executes a plan, so it requires --plan"
+        );
+        assert_eq!(
+            refusal(&["claude", "--plan", "--policy", "workspace-write", "--", "x"]),
+            "--plan: plan mode is omp's alone; claude would run it as an ordinary job"
+        );
+        for policy in ["read-only", "auto"] {
+            assert_eq!(
+                refusal(&["omp", "--plan", "--policy", policy, "--", "x"]),
+                format!(
+                    "--plan: a plan ends in an implementation phase, so it needs a \
+                     write-granting policy, and the policy {policy} grants no writes; use \
+                     --policy workspace-write or danger-full-access"
+                )
+            );
+        }
+        // A blank --plan-into is unset: an empty shell variable must not need special casing.
+        assert!(prepare(&parse(&["omp", "--plan-into", " ", "--", "x"]), &host()).is_ok());
+    }
+
+    #[test]
+    fn model_values_are_one_selector() {
+        assert_eq!(
+            refusal(&["omp", "--model=--add-dir=/", "--", "x"]),
+            "--model (--add-dir=/): a model selector cannot start with '-', where it would read \
+             as a flag"
+        );
+        assert_eq!(
+            refusal(&["codex", "--model", "gpt 5", "--", "x"]),
+            "--model (gpt 5): a model selector cannot contain whitespace"
+        );
+        assert_eq!(
+            refusal(&["claude", "--model", "a\nb", "--", "x"]),
+            r"--model (a\nb): a model selector cannot contain control characters"
+        );
+    }
+
+    #[test]
+    fn defaults_come_from_the_environment_after_the_flags() {
+        let mut h = host();
+        h.env.insert(
+            "MOOT_OMP_DEFAULT_MODEL".into(),
+            "anthropic/claude-opus-4".into(),
+        );
+        h.env
+            .insert("MOOT_OMP_DEFAULT_EFFORT".into(), "HIGH".into());
+        let r = prepare(&parse(&["omp", "--", "x"]), &h).unwrap();
+        assert!(r
+            .built
+            .argv
+            .windows(4)
+            .any(|w| w == ["--model", "anthropic/claude-opus-4", "--thinking", "high"]));
+        let r = prepare(
+            &parse(&["omp", "--model", "m", "--effort", "low", "--", "x"]),
+            &h,
+        )
+        .unwrap();
+        assert!(r
+            .built
+            .argv
+            .windows(4)
+            .any(|w| w == ["--model", "m", "--thinking", "low"]));
+        h.env
+            .insert("MOOT_OMP_DEFAULT_MODEL".into(), "bad model".into());
+        assert_eq!(
+            prepare(&parse(&["omp", "--", "x"]), &h)
+                .unwrap_err()
+                .to_string(),
+            "MOOT_OMP_DEFAULT_MODEL (bad model): a model selector cannot contain whitespace"
+        );
+    }
+
+    #[test]
+    fn effort_rules() {
+        let r = rendered(&["omp", "--effort", "ludicrous", "--", "x"]);
+        assert_eq!(
+            r.warnings,
+            [
+                "--effort (ludicrous): not one of omp's levels (off, minimal, low, medium, high, \
+              xhigh, max, auto); dropped, omp keeps its own default"
+            ]
+        );
+        assert!(!r.built.argv.contains(&"--thinking".to_string()));
+        assert_eq!(
+            refusal(&["claude", "--effort", "auto", "--", "x"]),
+            "--effort (auto): claude takes one of low, medium, high, xhigh, max"
+        );
+        let r = rendered(&["kimi", "--effort", "high", "--", "x"]);
+        assert_eq!(
+            r.warnings,
+            ["--effort (high): kimi has no effort setting; dropped"]
+        );
+        assert_eq!(
+            refusal(&["codex", "--effort", "hi gh", "--", "x"]),
+            "--effort (hi gh): codex takes one effort word (letters, digits, '-', '_', '.')"
+        );
+        let r = rendered(&["shell", "--session", "cat", "--model", "m", "--", "x"]);
+        assert_eq!(
+            r.warnings,
+            ["--model (m): shell has no model setting; dropped"]
+        );
+    }
+
+    #[test]
+    fn prompt_sources() {
+        assert_eq!(
+            refusal(&["omp"]),
+            "prompt: none given; give exactly one prompt: after --, or --prompt-file FILE, or - \
+             for stdin"
+        );
+        assert_eq!(
+            refusal(&["omp", "--prompt-file", "/etc/hostname", "--", "x"]),
+            "prompt: more than one given; give exactly one prompt: after --, or --prompt-file \
+             FILE, or - for stdin"
+        );
+        assert_eq!(
+            refusal(&["omp", "--", "a", "b"]),
+            "prompt: 2 arguments after --; quote the prompt as one argument"
+        );
+        assert_eq!(
+            refusal(&["omp", "review the PR"]),
+            "unexpected argument after RUNTIME: a prompt goes after -- (give exactly one \
+             prompt: after --, or --prompt-file FILE, or - for stdin)"
+        );
+        assert_eq!(refusal(&["omp", "--", ""]), "prompt: empty; give the task");
+        assert_eq!(
+            refusal(&["omp", "--", " \n\t"]),
+            "prompt: blank (only whitespace); give the task"
+        );
+        assert_eq!(
+            refusal(&["omp", "--health", "--", "x"]),
+            "--health: it delivers omp's own check prompt; give no prompt"
+        );
+        assert_eq!(
+            refusal(&["omp", "--prompt-file", "/no/such/file"]),
+            "--prompt-file (/no/such/file): cannot read it: No such file or directory (os error 2)"
+        );
+    }
+
+    #[test]
+    fn prompts_are_utf8_text_without_nul() {
+        assert_eq!(
+            checked_text(b"ok \xff".to_vec()).unwrap_err().to_string(),
+            "prompt: not valid UTF-8 (first bad byte at offset 3); re-encode it as UTF-8"
+        );
+        assert_eq!(
+            checked_text(b"a\0b".to_vec()).unwrap_err().to_string(),
+            "prompt: contains a NUL byte at offset 1; remove it"
+        );
+        assert_eq!(checked_text("-@ é".into()).unwrap(), "-@ é");
+    }
+
+    #[test]
+    fn reading_is_capped() {
+        assert_eq!(read_capped(&b"abc"[..], 3).unwrap(), b"abc");
+        assert_eq!(
+            read_capped(&b"abcd"[..], 3).unwrap_err().to_string(),
+            "more than 3 bytes, the most moot-render reads"
+        );
+    }
+
+    #[test]
+    fn grants_and_files_must_exist() {
+        assert_eq!(
+            refusal(&["omp", "--add-dir", "/no/such/dir", "--", "x"]),
+            "--add-dir (/no/such/dir): not a directory"
+        );
+        assert_eq!(
+            refusal(&["pi", "--system-prompt-file", "/no/such", "--", "x"]),
+            "--system-prompt-file (/no/such): not a readable regular file (No such file or \
+             directory (os error 2))"
+        );
+        assert_eq!(
+            refusal(&["claude", "--system-prompt-file", "/tmp", "--", "x"]),
+            "--system-prompt-file (/tmp): not a readable regular file (not a regular file)"
+        );
+        assert_eq!(
+            refusal(&["codex", "--system-prompt-file", "/etc/hostname", "--", "x"]),
+            "--system-prompt-file (/etc/hostname): codex has no such input"
+        );
+        assert_eq!(
+            refusal(&["pi", "--extension", "/no/ext.ts", "--", "x"]),
+            "--extension (/no/ext.ts): not a readable regular file (No such file or directory \
+             (os error 2))"
+        );
+        let r = rendered(&[
+            "omp",
+            "--add-dir",
+            "",
+            "--add-dir",
+            "tmp",
+            "--read-dir",
+            "/",
+            "--",
+            "x",
+        ]);
+        assert!(r
+            .built
+            .argv
+            .windows(4)
+            .any(|w| w == ["--add-dir", "/tmp", "--add-dir", "/"]));
+    }
+
+    #[test]
+    fn refusal_values_stay_on_one_line() {
+        let r = Refusal::new("--plan-into", "bad").value("a\u{7}b\nc");
+        assert_eq!(r.to_string(), r"--plan-into (a\u{7}b\nc): bad");
+    }
+}

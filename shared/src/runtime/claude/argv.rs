@@ -1,0 +1,241 @@
+//! Claude Code's argv:
+//!
+//! ```text
+//! claude [--permission-mode <mode>] [--add-dir <writable>]… [--add-dir <readable>]… \
+//!     [--model <M>] [--effort <E>] [--system-prompt-file <F>] \
+//!     (--session-id <new uuid> | --resume <uuid> | --continue) \
+//!     -p --output-format json | stream-json --verbose --include-partial-messages -- <prompt>
+//! ```
+//!
+//! A start names its session up front with a fresh `--session-id`; the id is reported so the
+//! caller stores it only once the run succeeded (a failed first turn leaves no session to
+//! resume).
+
+use crate::render::{Argv, Built, Declared, Delivery, Host, Job, Policy, Refusal};
+use crate::session::{is_fresh, is_uuid, SessionUse, LAST};
+
+/// Builds one claude delivery.
+pub fn build(job: &Job, host: &Host, delivery: &Delivery) -> Result<Built, Refusal> {
+    let session = session(&job.session)?;
+    let (mode, declared) = permission_mode(job.policy, host.euid)?;
+    let mut argv = Argv::new(&["claude"]);
+    argv.opt("--permission-mode", mode)
+        .each("--add-dir", job.writable.iter().chain(&job.readable))
+        .opt("--model", job.model.as_ref().map(|m| m.value.as_str()))
+        .opt("--effort", job.effort.as_deref())
+        .opt("--system-prompt-file", job.system_prompt.as_deref());
+    let minted = match &session {
+        SessionUse::Start => {
+            argv.push(&["--session-id", &host.fresh_uuid]);
+            Some(host.fresh_uuid.clone())
+        }
+        SessionUse::Resume(id) => {
+            argv.push(&["--resume", id]);
+            None
+        }
+        SessionUse::Last => {
+            argv.push(&["--continue"]);
+            None
+        }
+    };
+    if job.stream {
+        argv.push(&[
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-partial-messages",
+        ]);
+    } else {
+        argv.push(&["-p", "--output-format", "json"]);
+    }
+    argv.push(&["--", &delivery.token]);
+    let mut built = Built::new(argv.into_vec(), declared);
+    built.session_id = minted;
+    Ok(built)
+}
+
+fn permission_mode(policy: Policy, euid: u32) -> Result<(Option<&'static str>, Declared), Refusal> {
+    match policy {
+        Policy::ReadOnly => Ok((Some("plan"), Declared::Applied)),
+        Policy::WorkspaceWrite => Ok((Some("acceptEdits"), Declared::Applied)),
+        Policy::DangerFullAccess if euid == 0 => Err(Refusal::new(
+            "--policy",
+            "claude refuses bypassPermissions when run as root; run the job as an unprivileged \
+             user",
+        )
+        .value(policy.name())),
+        Policy::DangerFullAccess => Ok((Some("bypassPermissions"), Declared::Applied)),
+        Policy::Auto => Ok((None, Declared::Widened)),
+    }
+}
+
+fn session(reference: &str) -> Result<SessionUse, Refusal> {
+    if reference.is_empty() || is_fresh(reference) {
+        Ok(SessionUse::Start)
+    } else if reference == LAST {
+        Ok(SessionUse::Last)
+    } else if is_uuid(reference) {
+        Ok(SessionUse::Resume(reference.to_string()))
+    } else {
+        Err(Refusal::new(
+            "--session",
+            "claude takes a session UUID, last, fresh:<suffix> or nothing",
+        )
+        .value(reference))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::testing::{argv, host, model, refusal};
+
+    const NEW: &str = "0f8c1c3e-9a4b-4c1d-8e2f-123456789abc";
+    const OLD: &str = "11111111-2222-4333-8444-555555555555";
+
+    #[test]
+    fn a_start_mints_its_session_id() {
+        let built = build(&Job::default(), &host(), &Delivery::inline("initialize")).unwrap();
+        assert_eq!(
+            built.argv,
+            [
+                "claude",
+                "--session-id",
+                NEW,
+                "-p",
+                "--output-format",
+                "json",
+                "--",
+                "initialize"
+            ]
+        );
+        assert_eq!(built.session_id.as_deref(), Some(NEW));
+        assert_eq!(built.declared, Declared::Widened);
+    }
+
+    #[test]
+    fn resume_or_continue() {
+        let resume = Job {
+            session: OLD.into(),
+            model: model("sonnet"),
+            ..Job::default()
+        };
+        let built = build(&resume, &host(), &Delivery::inline("again")).unwrap();
+        assert_eq!(
+            built.argv,
+            [
+                "claude",
+                "--model",
+                "sonnet",
+                "--resume",
+                OLD,
+                "-p",
+                "--output-format",
+                "json",
+                "--",
+                "again"
+            ]
+        );
+        assert_eq!(built.session_id, None);
+        let last = Job {
+            session: "last".into(),
+            ..Job::default()
+        };
+        assert_eq!(
+            argv(build, &last, &Delivery::inline("again")),
+            [
+                "claude",
+                "--continue",
+                "-p",
+                "--output-format",
+                "json",
+                "--",
+                "again"
+            ]
+        );
+        let bad = Job {
+            session: "thread-name".into(),
+            ..Job::default()
+        };
+        assert_eq!(
+            refusal(build, &bad),
+            "--session (thread-name): claude takes a session UUID, last, fresh:<suffix> or nothing"
+        );
+    }
+
+    #[test]
+    fn everything_in_order_with_the_stream() {
+        let job = Job {
+            policy: Policy::WorkspaceWrite,
+            writable: vec!["/w".into()],
+            readable: vec!["/r".into()],
+            model: model("opus"),
+            effort: Some("xhigh".into()),
+            system_prompt: Some("/bundle/prompt.md".into()),
+            session: OLD.into(),
+            stream: true,
+            ..Job::default()
+        };
+        assert_eq!(
+            argv(build, &job, &Delivery::inline("-- @x")),
+            [
+                "claude",
+                "--permission-mode",
+                "acceptEdits",
+                "--add-dir",
+                "/w",
+                "--add-dir",
+                "/r",
+                "--model",
+                "opus",
+                "--effort",
+                "xhigh",
+                "--system-prompt-file",
+                "/bundle/prompt.md",
+                "--resume",
+                OLD,
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--include-partial-messages",
+                "--",
+                "-- @x"
+            ]
+        );
+    }
+
+    #[test]
+    fn permission_modes() {
+        for (policy, mode) in [
+            (Policy::ReadOnly, "plan"),
+            (Policy::WorkspaceWrite, "acceptEdits"),
+            (Policy::DangerFullAccess, "bypassPermissions"),
+        ] {
+            let job = Job {
+                policy,
+                session: "last".into(),
+                ..Job::default()
+            };
+            let built = build(&job, &host(), &Delivery::inline("x")).unwrap();
+            assert_eq!(
+                built.argv[..4],
+                ["claude", "--permission-mode", mode, "--continue"]
+            );
+            assert_eq!(built.declared, Declared::Applied);
+        }
+        let root = Host { euid: 0, ..host() };
+        let job = Job {
+            policy: Policy::DangerFullAccess,
+            ..Job::default()
+        };
+        assert_eq!(
+            build(&job, &root, &Delivery::inline("x"))
+                .unwrap_err()
+                .to_string(),
+            "--policy (danger-full-access): claude refuses bypassPermissions when run as root; \
+             run the job as an unprivileged user"
+        );
+    }
+}

@@ -1,0 +1,51 @@
+//! What moot declares about Claude Code.
+
+use crate::registry::{EffortRule, Matrix, Meta, OnUnknown};
+use crate::render::Action;
+use crate::stage::{Oversize, PromptRules};
+
+use super::argv;
+
+/// `--effort` levels. The adapter contract requires a valid one whenever one is given, so
+/// anything else is refused rather than dropped.
+pub const EFFORT_LEVELS: &[&str] = &["low", "medium", "high", "xhigh", "max"];
+
+pub static META: Meta = Meta {
+    name: "claude",
+    executable: "claude",
+    description: "Anthropic Claude Code CLI: print mode with a json result or a stream-json \
+                  event stream, a new --session-id per start, permission modes per policy",
+    capabilities: &[
+        Action::Review,
+        Action::Implement,
+        Action::Ask,
+        Action::Produce,
+    ],
+    matrix: Matrix {
+        streaming: true,
+        tool_events: true,
+        approval: false,
+        // Edit results carry a structuredPatch.
+        diff_reporting: true,
+        multi_turn: true,
+        model_switching: true,
+        mcp: true,
+        cancellation: false,
+        usage: true,
+    },
+    sessions: "a session UUID, last, fresh:<suffix> or empty (a new session id is minted)",
+    takes_model: true,
+    effort: EffortRule::Levels {
+        levels: EFFORT_LEVELS,
+        unknown: OnUnknown::Refuse,
+    },
+    plan_mode: false,
+    readonly_seat: false,
+    system_prompt: true,
+    extensions: false,
+    // claude reads a large prompt from stdin, but under moot-run stdin is /dev/null.
+    prompt: PromptRules::verbatim(Oversize::Refuse),
+    health_prompt: "Gitmoot health check. Reply OK only.",
+    usage_source: "the result event's usage input_tokens/output_tokens",
+    build: argv::build,
+};

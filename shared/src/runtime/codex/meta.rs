@@ -1,0 +1,50 @@
+//! What moot declares about the Codex CLI.
+
+use crate::registry::{EffortRule, Matrix, Meta};
+use crate::render::Action;
+use crate::stage::{Oversize, PromptRules};
+
+use super::argv;
+
+pub static META: Meta = Meta {
+    name: "codex",
+    executable: "codex",
+    description: "OpenAI Codex CLI: exec --json JSONL events, its own sandbox per policy, resume \
+                  by id, thread name or --last",
+    capabilities: &[
+        Action::Review,
+        Action::Implement,
+        Action::Ask,
+        Action::Produce,
+    ],
+    matrix: Matrix {
+        streaming: true,
+        tool_events: true,
+        approval: false,
+        // file_change items name each changed path and its kind.
+        diff_reporting: true,
+        multi_turn: true,
+        model_switching: true,
+        mcp: true,
+        cancellation: false,
+        usage: true,
+    },
+    sessions: "a session UUID, a thread name, last, fresh:<suffix> or empty",
+    takes_model: true,
+    effort: EffortRule::Word,
+    plan_mode: false,
+    readonly_seat: false,
+    system_prompt: false,
+    extensions: false,
+    prompt: PromptRules {
+        // codex reads a large prompt from stdin, but under moot-run stdin is /dev/null.
+        oversize: Oversize::Refuse,
+        unsafe_leading: &[],
+        // `-` as the prompt makes codex read its instructions from stdin.
+        reserved: &["-"],
+    },
+    health_prompt: "Gitmoot health check. Reply OK only.",
+    usage_source: "turn.completed usage input_tokens/output_tokens (session totals on a resumed \
+                   thread)",
+    build: argv::build,
+};

@@ -1,0 +1,73 @@
+//! What moot declares about Kimi Code and the legacy kimi-cli.
+
+use crate::registry::{EffortRule, Matrix, Meta};
+use crate::render::Action;
+use crate::stage::{Oversize, PromptRules};
+
+use super::argv;
+
+const MATRIX: Matrix = Matrix {
+    streaming: true,
+    tool_events: true,
+    approval: false,
+    diff_reporting: false,
+    multi_turn: true,
+    model_switching: true,
+    mcp: true,
+    cancellation: false,
+    // kimi-code 0.19.2 printed no usage at all; no release is known to print it reliably.
+    usage: false,
+};
+
+/// Kimi takes its prompt only as the `-p` argument: a large one is staged, the directory is
+/// granted with --add-dir, and the agent is told to read the file.
+const PROMPT: PromptRules = PromptRules::verbatim(Oversize::Instruct);
+
+const HEALTH: &str = "Gitmoot Kimi live check. Return OK only.";
+
+const USAGE: &str = "the usage object of the last stream-json event that carries one (often none)";
+
+pub static KIMI: Meta = Meta {
+    name: "kimi",
+    executable: "kimi",
+    description: "Kimi Code CLI: prompt mode with stream-json output; resumes session_<uuid> \
+                  sessions with -S",
+    capabilities: &[
+        Action::Review,
+        Action::Implement,
+        Action::Ask,
+        Action::Produce,
+    ],
+    matrix: MATRIX,
+    sessions: "session_<uuid> (resumed with -S), fresh:<suffix> or empty",
+    takes_model: true,
+    effort: EffortRule::Unsupported,
+    plan_mode: false,
+    readonly_seat: false,
+    system_prompt: false,
+    extensions: false,
+    prompt: PROMPT,
+    health_prompt: HEALTH,
+    usage_source: USAGE,
+    build: argv::build,
+};
+
+pub static KIMI_CLI: Meta = Meta {
+    name: "kimi-cli",
+    executable: "kimi",
+    description: "the legacy kimi-cli (PyPI kimi-cli 1.x): --print mode with stream-json output; \
+                  errors are plain text on stdout",
+    capabilities: &[Action::Review, Action::Implement, Action::Ask],
+    matrix: MATRIX,
+    sessions: "a session UUID (resumed with -S), fresh:<suffix> or empty",
+    takes_model: true,
+    effort: EffortRule::Unsupported,
+    plan_mode: false,
+    readonly_seat: false,
+    system_prompt: false,
+    extensions: false,
+    prompt: PROMPT,
+    health_prompt: HEALTH,
+    usage_source: USAGE,
+    build: argv::build_legacy,
+};

@@ -1,0 +1,42 @@
+//! What moot declares about the mock runtime. Test-only: never use it where a real model
+//! response is required.
+
+use crate::registry::{EffortRule, Matrix, Meta};
+use crate::render::Action;
+use crate::stage::{Oversize, PromptRules};
+
+use super::argv;
+
+pub static META: Meta = Meta {
+    name: "mock",
+    executable: "printf",
+    description: "test-only echo: prints the prompt verbatim as the response",
+    capabilities: &[
+        Action::Review,
+        Action::Implement,
+        Action::Ask,
+        Action::Produce,
+    ],
+    matrix: Matrix {
+        streaming: false,
+        tool_events: false,
+        approval: false,
+        diff_reporting: false,
+        multi_turn: false,
+        model_switching: false,
+        mcp: false,
+        cancellation: false,
+        usage: false,
+    },
+    sessions: "fresh:<suffix> or empty",
+    takes_model: false,
+    effort: EffortRule::Unsupported,
+    plan_mode: false,
+    readonly_seat: false,
+    system_prompt: false,
+    extensions: false,
+    prompt: PromptRules::verbatim(Oversize::Refuse),
+    health_prompt: "OK",
+    usage_source: "none",
+    build: argv::build,
+};

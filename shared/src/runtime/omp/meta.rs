@@ -1,0 +1,57 @@
+//! What moot declares about omp: capabilities, capability matrix, levels, sessions, prompts.
+
+use crate::registry::{EffortRule, Matrix, Meta, OnUnknown};
+use crate::render::Action;
+use crate::stage::{Oversize, PromptRules};
+
+use super::argv;
+
+/// `--thinking` levels omp accepts. A typo must not silently downgrade a seat, and a level a
+/// future omp rejects at parse time would exit 2 with no output, so anything else is dropped.
+pub const THINKING_LEVELS: &[&str] = &[
+    "off", "minimal", "low", "medium", "high", "xhigh", "max", "auto",
+];
+
+/// omp's own ceiling on an `@file` attachment (its MAX_CLI_TEXT_BYTES): above it omp substitutes
+/// a "(skipped: too large)" placeholder and answers a task it never received.
+pub const ATTACHMENT_CEILING: usize = 5 * 1024 * 1024;
+
+pub static META: Meta = Meta {
+    name: "omp",
+    executable: "omp",
+    description: "oh-my-pi, a multi-provider routing harness: print mode, NDJSON events, a fresh \
+                  in-memory session every run",
+    // No produce: that path runs under Landlock, and omp's Bun binary there is unprobed.
+    capabilities: &[Action::Review, Action::Implement, Action::Ask],
+    matrix: Matrix {
+        streaming: true,
+        tool_events: true,
+        approval: false,
+        diff_reporting: true,
+        // Never resumed: omp's --resume re-roots the run in the resumed session's cwd.
+        multi_turn: false,
+        model_switching: true,
+        mcp: true,
+        // --max-time ends the run itself with a complete envelope.
+        cancellation: true,
+        usage: true,
+    },
+    sessions: "a session UUID, fresh:<suffix> or empty; never last (omp never resumes)",
+    takes_model: true,
+    effort: EffortRule::Levels {
+        levels: THINKING_LEVELS,
+        unknown: OnUnknown::Drop,
+    },
+    plan_mode: true,
+    readonly_seat: true,
+    system_prompt: true,
+    extensions: false,
+    prompt: PromptRules::verbatim(Oversize::Attach {
+        ceiling: Some(ATTACHMENT_CEILING),
+    }),
+    health_prompt: "Gitmoot omp live check. Return OK only.",
+    usage_source: "assistant message_end usage.input/output summed; the agent_end telemetry \
+                   rollup replaces the sum only when every agent_end has one and it is at least \
+                   the sum",
+    build: argv::build,
+};

@@ -1,0 +1,160 @@
+//! pi's argv:
+//!
+//! ```text
+//! pi -p --mode json [--model <M>] [--thinking <level>] [--session <uuid> | --continue] \
+//!     [--system-prompt <file>] --no-skills [-e <extension>]… [--tools read,grep,find,ls] \
+//!     [@<staged>/prompt.md] <prompt>
+//! ```
+//!
+//! pi has no `--`; the prompt is the last argument and never starts with '-' or '@' (such
+//! prompts are staged and attached, see the prompt rules in `meta.rs`). `--system-prompt` is
+//! given a path only when it is a readable regular file: pi uses the path text itself as the
+//! system prompt when it cannot read the file. Skills stay off (`--no-skills`): a session's
+//! skills arrive in its system prompt.
+
+use crate::render::{Argv, Built, Declared, Delivery, Host, Job, Policy, Refusal};
+use crate::session::{is_fresh, is_uuid, SessionUse, LAST};
+
+/// pi's read-only tool set (its own "read-only mode").
+const READ_ONLY_TOOLS: &str = "read,grep,find,ls";
+
+/// Builds one pi delivery.
+pub fn build(job: &Job, _host: &Host, delivery: &Delivery) -> Result<Built, Refusal> {
+    let session = session(&job.session)?;
+    let mut argv = Argv::new(&["pi", "-p", "--mode", "json"]);
+    argv.opt("--model", job.model.as_ref().map(|m| m.value.as_str()))
+        .opt("--thinking", job.effort.as_deref());
+    match &session {
+        SessionUse::Start => {}
+        SessionUse::Resume(id) => {
+            argv.push(&["--session", id]);
+        }
+        SessionUse::Last => {
+            argv.push(&["--continue"]);
+        }
+    }
+    argv.opt("--system-prompt", job.system_prompt.as_deref())
+        .push(&["--no-skills"])
+        .each("-e", &job.extensions);
+    let declared = match job.policy {
+        Policy::ReadOnly => {
+            argv.push(&["--tools", READ_ONLY_TOOLS]);
+            Declared::Applied
+        }
+        Policy::DangerFullAccess => Declared::Applied,
+        Policy::WorkspaceWrite | Policy::Auto => Declared::Widened,
+    };
+    if let Some(staged) = &delivery.staged {
+        argv.push(&[&format!("@{}", staged.file)]);
+    }
+    argv.push(&[&delivery.token]);
+    Ok(Built::new(argv.into_vec(), declared))
+}
+
+fn session(reference: &str) -> Result<SessionUse, Refusal> {
+    if reference.is_empty() || is_fresh(reference) {
+        Ok(SessionUse::Start)
+    } else if reference == LAST {
+        Ok(SessionUse::Last)
+    } else if is_uuid(reference) {
+        Ok(SessionUse::Resume(reference.to_string()))
+    } else {
+        Err(Refusal::new(
+            "--session",
+            "pi takes a session UUID, last, fresh:<suffix> or nothing",
+        )
+        .value(reference))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::testing::{argv, attached, host, model, refusal};
+
+    #[test]
+    fn print_mode_without_skills() {
+        assert_eq!(
+            argv(build, &Job::default(), &Delivery::inline("review")),
+            ["pi", "-p", "--mode", "json", "--no-skills", "review"]
+        );
+    }
+
+    #[test]
+    fn everything_in_order() {
+        let job = Job {
+            model: model("anthropic/claude-sonnet"),
+            effort: Some("xhigh".into()),
+            session: "0f8c1c3e-9a4b-4c1d-8e2f-123456789abc".into(),
+            system_prompt: Some("/bundle/prompt.md".into()),
+            extensions: vec!["/gate.ts".into(), "/unslop.ts".into()],
+            policy: Policy::ReadOnly,
+            ..Job::default()
+        };
+        let built = build(&job, &host(), &attached()).unwrap();
+        assert_eq!(
+            built.argv,
+            [
+                "pi",
+                "-p",
+                "--mode",
+                "json",
+                "--model",
+                "anthropic/claude-sonnet",
+                "--thinking",
+                "xhigh",
+                "--session",
+                "0f8c1c3e-9a4b-4c1d-8e2f-123456789abc",
+                "--system-prompt",
+                "/bundle/prompt.md",
+                "--no-skills",
+                "-e",
+                "/gate.ts",
+                "-e",
+                "/unslop.ts",
+                "--tools",
+                "read,grep,find,ls",
+                "@/tmp/moot-stage-x/prompt.md",
+                crate::stage::ATTACH_POINTER
+            ]
+        );
+        assert_eq!(built.declared, Declared::Applied);
+    }
+
+    #[test]
+    fn policies_and_sessions() {
+        for (policy, declared) in [
+            (Policy::WorkspaceWrite, Declared::Widened),
+            (Policy::Auto, Declared::Widened),
+            (Policy::DangerFullAccess, Declared::Applied),
+        ] {
+            let job = Job {
+                policy,
+                session: "last".into(),
+                ..Job::default()
+            };
+            let built = build(&job, &host(), &Delivery::inline("x")).unwrap();
+            assert_eq!(
+                built.argv,
+                [
+                    "pi",
+                    "-p",
+                    "--mode",
+                    "json",
+                    "--continue",
+                    "--no-skills",
+                    "x"
+                ]
+            );
+            assert_eq!(built.declared, declared);
+        }
+        let bad = Job {
+            session: "abc".into(),
+            ..Job::default()
+        };
+        assert_eq!(
+            refusal(build, &bad),
+            "--session (abc): pi takes a session UUID, last, fresh:<suffix> or nothing"
+        );
+    }
+}

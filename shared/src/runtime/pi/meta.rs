@@ -1,0 +1,52 @@
+//! What moot declares about pi.
+
+use crate::registry::{EffortRule, Matrix, Meta, OnUnknown};
+use crate::render::Action;
+use crate::stage::{Oversize, PromptRules};
+
+use super::argv;
+
+/// `--thinking` levels (seed 002). pi itself ignores an unknown level with a warning, so
+/// anything else is dropped here too, and said.
+pub const THINKING_LEVELS: &[&str] = &["off", "minimal", "low", "medium", "high", "xhigh", "max"];
+
+pub static META: Meta = Meta {
+    name: "pi",
+    executable: "pi",
+    description: "pi coding agent: print mode with json events, skills off, explicit extensions \
+                  only",
+    capabilities: &[Action::Review, Action::Implement, Action::Ask],
+    matrix: Matrix {
+        streaming: true,
+        tool_events: true,
+        approval: false,
+        // Edit results carry details.diff.
+        diff_reporting: true,
+        multi_turn: true,
+        model_switching: true,
+        mcp: false,
+        cancellation: false,
+        usage: true,
+    },
+    sessions: "a session UUID, last, fresh:<suffix> or empty",
+    takes_model: true,
+    effort: EffortRule::Levels {
+        levels: THINKING_LEVELS,
+        unknown: OnUnknown::Drop,
+    },
+    plan_mode: false,
+    readonly_seat: false,
+    system_prompt: true,
+    extensions: true,
+    prompt: PromptRules {
+        // pi inlines `@file` arguments into the first message, with no size cap of its own.
+        oversize: Oversize::Attach { ceiling: None },
+        // pi has no `--`: an argument starting with '-' is a flag and one starting with '@' a
+        // file, wherever it stands; such prompts are staged and attached instead.
+        unsafe_leading: &['-', '@'],
+        reserved: &[],
+    },
+    health_prompt: "Gitmoot health check. Reply OK only.",
+    usage_source: "assistant message_end usage input/output, summed",
+    build: argv::build,
+};

@@ -1,0 +1,939 @@
+//! moot-sandbox's engine: confine one command with Landlock, then exec it.
+//!
+//! The policy is an allowlist (Landlock cannot deny below a grant): paths readable, executable or
+//! writable, TCP ports to connect to or bind, and signals and abstract UNIX sockets scoped to the
+//! sandbox. The ruleset is one fallible builder chain ([`restrict_self`]); the rights are the ones
+//! the crate assigns to [`TARGET_ABI`], the newest ABI this build was tested on, so a crate update
+//! cannot change what a flag means. moot-sandbox fails closed: a kernel that cannot enforce every
+//! right asked is refused unless `--best-effort` (which then says what is not enforced), and a
+//! kernel that enforces nothing at all is refused even then.
+//!
+//! Not covered, by Landlock ABI 7: UDP (ABI 10), pathname UNIX sockets (ABI 9: a sandboxed
+//! process can still connect to, say, a docker socket it can name), stat(2) and access(2) (not
+//! mediated), and descriptors opened before the sandbox (inherited ones keep their access).
+
+use std::convert::Infallible;
+use std::ffi::OsString;
+use std::fmt;
+use std::fs::{self, File};
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::anyhow;
+use landlock::{
+    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, LandlockStatus, NetPort,
+    PathBeneath, PathFd, RestrictSelf, RestrictionStatus, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    RulesetError, RulesetStatus, Scope, ABI,
+};
+use nix::errno::Errno;
+use nix::sys::prctl;
+use nix::sys::wait::waitpid;
+use nix::unistd::{fork, pipe, ForkResult};
+use serde::{Deserialize, Serialize};
+
+use crate::exec::{resolve_program, Unresolved};
+use crate::outcome::{EXIT_CANNOT_INVOKE, EXIT_NOT_FOUND};
+use crate::report;
+
+/// The newest Landlock ABI this build uses and was tested on (Linux 6.15). Every right of it is
+/// asked for; newer ones (ABI 8's all-threads flag, ABI 9's pathname UNIX sockets, ABI 10's UDP)
+/// are not, until they are tested.
+pub const TARGET_ABI: ABI = ABI::V7;
+
+/// The ABIs up to [`TARGET_ABI`], oldest first: where each right appeared.
+const KNOWN_ABIS: [ABI; 7] = [
+    ABI::V1,
+    ABI::V2,
+    ABI::V3,
+    ABI::V4,
+    ABI::V5,
+    ABI::V6,
+    ABI::V7,
+];
+
+/// Bad flags or paths.
+pub const EXIT_USAGE: u8 = 2;
+/// The kernel cannot enforce the policy; the command was not run.
+pub const EXIT_CANNOT_ENFORCE: u8 = 3;
+
+/// moot-sandbox's flags (the binary flattens them into its command line).
+#[derive(Debug, clap::Args)]
+pub struct SandboxArgs {
+    /// Allow reading files and listing directories under PATH (absolute; repeatable).
+    #[arg(long, value_name = "PATH")]
+    pub ro: Vec<PathBuf>,
+
+    /// Like --ro, and also executing files under PATH.
+    #[arg(long, value_name = "PATH")]
+    pub rx: Vec<PathBuf>,
+
+    /// Allow every filesystem right under PATH: read, write, execute, create, remove, rename
+    /// (refer), truncate, device ioctl.
+    #[arg(long, value_name = "PATH")]
+    pub rw: Vec<PathBuf>,
+
+    /// Like --ro, but PATH may be absent (nothing is granted then).
+    #[arg(long, value_name = "PATH")]
+    pub ro_try: Vec<PathBuf>,
+
+    /// Like --rx, but PATH may be absent.
+    #[arg(long, value_name = "PATH")]
+    pub rx_try: Vec<PathBuf>,
+
+    /// Like --rw, but PATH may be absent.
+    #[arg(long, value_name = "PATH")]
+    pub rw_try: Vec<PathBuf>,
+
+    /// Allow TCP connections to PORT; once any --connect, --bind or --no-net is given, TCP
+    /// connect and bind are denied on every port not listed (ABI 4).
+    #[arg(long, value_name = "PORT")]
+    pub connect: Vec<u16>,
+
+    /// Allow binding TCP PORT (see --connect).
+    #[arg(long, value_name = "PORT")]
+    pub bind: Vec<u16>,
+
+    /// Deny TCP connect and bind on every port not listed with --connect or --bind.
+    #[arg(long)]
+    pub no_net: bool,
+
+    /// Do not scope signals and abstract UNIX sockets to the sandbox (scoped by default, ABI 6).
+    #[arg(long)]
+    pub no_scope: bool,
+
+    /// Run even if the kernel cannot enforce every right asked, naming on stderr each one that is
+    /// not enforced (a kernel without Landlock is still refused).
+    #[arg(long)]
+    pub best_effort: bool,
+
+    /// Grant nothing by default: no system paths, no devices, not even the command's directory.
+    #[arg(long)]
+    pub no_defaults: bool,
+
+    /// Print as JSON what this kernel can enforce and the result of a real self-probe, then exit.
+    #[arg(long, conflicts_with = "command")]
+    pub check: bool,
+
+    /// The command to confine, and its arguments.
+    #[arg(last = true, value_name = "COMMAND", required_unless_present = "check")]
+    pub command: Vec<OsString>,
+}
+
+/// Runs `--check`, or confines and execs the command; returns only on failure (or after
+/// `--check`), having printed the failure once.
+pub fn run(tool: &str, args: &SandboxArgs) -> ExitCode {
+    let result = if args.check {
+        check()
+    } else {
+        confine_and_exec(tool, args).map(|never| match never {})
+    };
+    result.unwrap_or_else(|refusal| {
+        report::print_error(tool, &refusal.error);
+        ExitCode::from(refusal.status)
+    })
+}
+
+/// A reason not to run the command, with its exit status.
+struct Refusal {
+    status: u8,
+    error: anyhow::Error,
+}
+
+impl Refusal {
+    fn usage(error: anyhow::Error) -> Self {
+        Refusal {
+            status: EXIT_USAGE,
+            error,
+        }
+    }
+
+    fn cannot_enforce(error: anyhow::Error) -> Self {
+        Refusal {
+            status: EXIT_CANNOT_ENFORCE,
+            error,
+        }
+    }
+}
+
+impl From<Unresolved> for Refusal {
+    fn from(unresolved: Unresolved) -> Self {
+        let status = match unresolved {
+            Unresolved::NotExecutable(_) => EXIT_CANNOT_INVOKE,
+            Unresolved::Empty | Unresolved::NotFound { .. } => EXIT_NOT_FOUND,
+        };
+        Refusal {
+            status: status as u8,
+            error: anyhow!(unresolved),
+        }
+    }
+}
+
+fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusal> {
+    let argv = &args.command;
+    // Resolved before the sandbox exists: PATH's directories need not be readable inside it.
+    let program = resolve_program(&argv[0], std::env::var_os("PATH").as_deref())?;
+    let policy = Policy::from_args(args, &program)?;
+    let rules = open_rules(&policy.paths)?;
+
+    let support = Support::detect();
+    if !support.is_available() {
+        return Err(Refusal::cannot_enforce(anyhow!(
+            "cannot enforce ({support}): refusing to run the command unconfined"
+        )));
+    }
+    let missing = policy.requested().minus(support.enforceable());
+    if !missing.is_empty() {
+        if !args.best_effort {
+            return Err(Refusal::cannot_enforce(anyhow!(
+                "cannot enforce ({support}): {} unavailable: {}",
+                missing.describe(),
+                remedy(&missing)
+            )));
+        }
+        eprintln!("{tool}: not enforced ({support}): {}", missing.describe());
+    }
+
+    // Set here, not only by the crate, so it holds on every path that runs the command.
+    prctl::set_no_new_privs()
+        .map_err(|e| Refusal::cannot_enforce(anyhow!("cannot set no_new_privs: {e}")))?;
+    let level = if args.best_effort {
+        CompatLevel::BestEffort
+    } else {
+        CompatLevel::HardRequirement
+    };
+    let status = restrict_self(&policy, rules, level)
+        .map_err(|e| Refusal::cannot_enforce(anyhow!("cannot enforce ({support}): {e}")))?;
+    verify(&status, args.best_effort)?;
+
+    let error = Command::new(&program)
+        .arg0(&argv[0])
+        .args(&argv[1..])
+        .exec();
+    Err(exec_failure(&program, error))
+}
+
+fn remedy(missing: &Rights) -> &'static str {
+    if missing.fs.is_empty() && missing.net.is_empty() {
+        "pass --no-scope to run without scoping, or --best-effort"
+    } else {
+        "update the kernel, or pass --best-effort to run without them"
+    }
+}
+
+/// The kernel applied the ruleset; make sure it is the ruleset that was asked for.
+fn verify(status: &RestrictionStatus, best_effort: bool) -> Result<(), Refusal> {
+    let shortfall = match status.ruleset {
+        RulesetStatus::FullyEnforced => None,
+        RulesetStatus::PartiallyEnforced if best_effort => None,
+        RulesetStatus::PartiallyEnforced => Some("the ruleset is only partly enforced"),
+        RulesetStatus::NotEnforced => Some("the ruleset is not enforced"),
+    };
+    let no_new_privs = status.no_new_privs && prctl::get_no_new_privs().unwrap_or(false);
+    let shortfall = shortfall.or((!no_new_privs).then_some("no_new_privs is not set"));
+    match shortfall {
+        Some(why) => Err(Refusal::cannot_enforce(anyhow!(
+            "cannot enforce: {why}: refusing to run the command unconfined"
+        ))),
+        None => Ok(()),
+    }
+}
+
+fn exec_failure(program: &Path, error: std::io::Error) -> Refusal {
+    let shown = program.display();
+    match Errno::from_raw(error.raw_os_error().unwrap_or(0)) {
+        Errno::ENOENT => Refusal {
+            status: EXIT_NOT_FOUND as u8,
+            error: anyhow!("cannot run ({shown}): {error}: its #! interpreter may be missing"),
+        },
+        Errno::EACCES => Refusal {
+            status: EXIT_CANNOT_INVOKE as u8,
+            error: anyhow!(
+                "cannot run ({shown}): {error}: the sandbox may deny the binary, its #! \
+                 interpreter or its shared libraries; grant them with --rx"
+            ),
+        },
+        _ => Refusal {
+            status: EXIT_CANNOT_INVOKE as u8,
+            error: anyhow!("cannot run ({shown}): {error}"),
+        },
+    }
+}
+
+/// What a path grants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grant {
+    /// Read files, list directories.
+    Read,
+    /// Read, and execute files.
+    ReadExec,
+    /// Every filesystem right of the target ABI.
+    ReadWrite,
+    /// Read and write a device file (`/dev/null`), without ioctl: no TIOCSTI through `/dev/tty`.
+    Device,
+}
+
+impl Grant {
+    fn access(self) -> BitFlags<AccessFs> {
+        match self {
+            Grant::Read => AccessFs::from_read(TARGET_ABI) & !AccessFs::Execute,
+            Grant::ReadExec => AccessFs::from_read(TARGET_ABI),
+            Grant::ReadWrite => AccessFs::from_all(TARGET_ABI),
+            Grant::Device => AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate,
+        }
+    }
+}
+
+/// One path and what it grants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathRule {
+    pub path: PathBuf,
+    pub grant: Grant,
+    /// An optional path may be absent; a required one must exist.
+    pub optional: bool,
+    /// Where the rule came from (`--rw`, `default`), for error messages.
+    pub origin: &'static str,
+}
+
+/// TCP ports allowed once TCP is restricted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ports {
+    pub connect: Vec<u16>,
+    pub bind: Vec<u16>,
+}
+
+/// Everything the sandbox allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    pub paths: Vec<PathRule>,
+    /// `None`: TCP is not restricted.
+    pub net: Option<Ports>,
+    /// Signals and abstract UNIX sockets scoped to the sandbox.
+    pub scoped: bool,
+}
+
+/// System paths a CLI needs to start: read and execute.
+const DEFAULT_EXEC: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+];
+/// Configuration and process information: read only.
+const DEFAULT_READ: &[&str] = &["/etc", "/proc"];
+/// Device files every program may open.
+const DEFAULT_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+];
+
+impl Policy {
+    fn from_args(args: &SandboxArgs, program: &Path) -> Result<Self, Refusal> {
+        let mut paths = if args.no_defaults {
+            Vec::new()
+        } else {
+            default_rules(program)
+        };
+        let asked = [
+            ("--ro", &args.ro, Grant::Read, false),
+            ("--rx", &args.rx, Grant::ReadExec, false),
+            ("--rw", &args.rw, Grant::ReadWrite, false),
+            ("--ro-try", &args.ro_try, Grant::Read, true),
+            ("--rx-try", &args.rx_try, Grant::ReadExec, true),
+            ("--rw-try", &args.rw_try, Grant::ReadWrite, true),
+        ];
+        for (origin, list, grant, optional) in asked {
+            for path in list {
+                if !path.is_absolute() {
+                    return Err(Refusal::usage(anyhow!(
+                        "{origin} ({}): not an absolute path: write it from / (\"$PWD/{0}\")",
+                        path.display()
+                    )));
+                }
+                paths.push(PathRule {
+                    path: path.clone(),
+                    grant,
+                    optional,
+                    origin,
+                });
+            }
+        }
+        let restricts_tcp = args.no_net || !args.connect.is_empty() || !args.bind.is_empty();
+        Ok(Policy {
+            paths,
+            net: restricts_tcp.then(|| Ports {
+                connect: args.connect.clone(),
+                bind: args.bind.clone(),
+            }),
+            scoped: !args.no_scope,
+        })
+    }
+
+    /// Every right the ruleset handles: all filesystem rights always (what is not granted is
+    /// denied), TCP when restricted, scopes unless turned off.
+    pub fn requested(&self) -> Rights {
+        let all = Rights::of_abi(TARGET_ABI);
+        Rights {
+            fs: all.fs,
+            net: if self.net.is_some() {
+                all.net
+            } else {
+                BitFlags::EMPTY
+            },
+            scopes: if self.scoped {
+                all.scopes
+            } else {
+                BitFlags::EMPTY
+            },
+        }
+    }
+
+    fn port_rules(&self) -> impl Iterator<Item = NetPort> + '_ {
+        self.net.iter().flat_map(|ports| {
+            let connect = ports
+                .connect
+                .iter()
+                .map(|&port| NetPort::new(port, AccessNet::ConnectTcp));
+            let bind = ports
+                .bind
+                .iter()
+                .map(|&port| NetPort::new(port, AccessNet::BindTcp));
+            connect.chain(bind)
+        })
+    }
+}
+
+/// The defaults that let a real CLI start: system paths, `/etc` and `/proc` readable, the usual
+/// device files, and the directory of the command's executable (as named, and with symlinks
+/// resolved), which must exist.
+fn default_rules(program: &Path) -> Vec<PathRule> {
+    let rule = |path: &Path, grant, optional| PathRule {
+        path: path.to_path_buf(),
+        grant,
+        optional,
+        origin: "default",
+    };
+    let mut rules: Vec<PathRule> = DEFAULT_EXEC
+        .iter()
+        .map(|p| rule(Path::new(p), Grant::ReadExec, true))
+        .chain(
+            DEFAULT_READ
+                .iter()
+                .map(|p| rule(Path::new(p), Grant::Read, true)),
+        )
+        .chain(
+            DEFAULT_DEVICES
+                .iter()
+                .map(|p| rule(Path::new(p), Grant::Device, true)),
+        )
+        .collect();
+    let named = std::path::absolute(program).ok();
+    let resolved = fs::canonicalize(program).ok();
+    for executable in [named, resolved].into_iter().flatten() {
+        if let Some(dir) = executable.parent() {
+            rules.push(rule(dir, Grant::ReadExec, false));
+        }
+    }
+    rules
+}
+
+/// Opens every path (O_PATH) before the sandbox exists. A missing required path is an error, a
+/// missing optional one grants nothing; a file gets only the rights a file can have.
+fn open_rules(paths: &[PathRule]) -> Result<Vec<PathBeneath<PathFd>>, Refusal> {
+    let mut rules = Vec::with_capacity(paths.len());
+    for rule in paths {
+        let shown = || format!("{} ({})", rule.origin, rule.path.display());
+        let meta = match fs::metadata(&rule.path) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && rule.optional => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Refusal::usage(anyhow!(
+                    "{}: no such file or directory: create it, or use {}-try for a path that may \
+                     be absent",
+                    shown(),
+                    rule.origin
+                )))
+            }
+            Err(e) => return Err(Refusal::usage(anyhow!("{}: {e}", shown()))),
+        };
+        let fd =
+            PathFd::new(&rule.path).map_err(|e| Refusal::usage(anyhow!("{}: {e}", shown())))?;
+        let access = if meta.is_dir() {
+            rule.grant.access()
+        } else {
+            rule.grant.access() & AccessFs::from_file(TARGET_ABI)
+        };
+        rules.push(PathBeneath::new(fd, access));
+    }
+    Ok(rules)
+}
+
+/// Sets no_new_privs and restricts the calling thread (and every process it execs or forks from
+/// then on) to `policy`, whose paths are already open as `rules`. Under
+/// [`CompatLevel::HardRequirement`] a right the kernel lacks is an error; under `BestEffort` it
+/// is dropped and the status says so.
+pub fn restrict_self(
+    policy: &Policy,
+    rules: Vec<PathBeneath<PathFd>>,
+    level: CompatLevel,
+) -> Result<RestrictionStatus, RulesetError> {
+    let requested = policy.requested();
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(level)
+        .handle_access(requested.fs)?;
+    if !requested.net.is_empty() {
+        ruleset = ruleset.handle_access(requested.net)?;
+    }
+    if !requested.scopes.is_empty() {
+        ruleset = ruleset.scope(requested.scopes)?;
+    }
+    ruleset
+        .create()?
+        .add_rules(rules.into_iter().map(Ok::<_, RulesetError>))?
+        .add_rules(policy.port_rules().map(Ok::<_, RulesetError>))?
+        .restrict_self()
+}
+
+/// A set of Landlock rights: what a policy asks for, or what a kernel can enforce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rights {
+    pub fs: BitFlags<AccessFs>,
+    pub net: BitFlags<AccessNet>,
+    pub scopes: BitFlags<Scope>,
+}
+
+impl Rights {
+    pub const NONE: Rights = Rights {
+        fs: BitFlags::EMPTY,
+        net: BitFlags::EMPTY,
+        scopes: BitFlags::EMPTY,
+    };
+
+    /// Every right of `abi`, as the crate defines it.
+    pub fn of_abi(abi: ABI) -> Self {
+        Rights {
+            fs: AccessFs::from_all(abi),
+            net: AccessNet::from_all(abi),
+            scopes: Scope::from_all(abi),
+        }
+    }
+
+    pub fn minus(self, other: Rights) -> Rights {
+        Rights {
+            fs: self.fs & !other.fs,
+            net: self.net & !other.net,
+            scopes: self.scopes & !other.scopes,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fs.is_empty() && self.net.is_empty() && self.scopes.is_empty()
+    }
+
+    /// Each right as `fs.read_file`, `net.connect_tcp`, `scope.signal`, in the kernel's order.
+    pub fn names(&self) -> Vec<String> {
+        let fs = self.fs.iter().map(|a| format!("fs.{}", fs_name(a)));
+        let net = self.net.iter().map(|a| format!("net.{}", net_name(a)));
+        let scopes = self
+            .scopes
+            .iter()
+            .map(|s| format!("scope.{}", scope_name(s)));
+        fs.chain(net).chain(scopes).collect()
+    }
+
+    /// Each name with the ABI that introduced it: `fs.ioctl_dev (ABI 5)`.
+    pub fn described(&self) -> Vec<String> {
+        self.names()
+            .into_iter()
+            .map(|name| {
+                match KNOWN_ABIS
+                    .iter()
+                    .find(|abi| Rights::of_abi(**abi).names().contains(&name))
+                {
+                    Some(abi) => format!("{name} (ABI {abi})"),
+                    None => name,
+                }
+            })
+            .collect()
+    }
+
+    /// [`Rights::described`] on one line.
+    pub fn describe(&self) -> String {
+        self.described().join(", ")
+    }
+}
+
+fn fs_name(access: AccessFs) -> &'static str {
+    match access {
+        AccessFs::Execute => "execute",
+        AccessFs::WriteFile => "write_file",
+        AccessFs::ReadFile => "read_file",
+        AccessFs::ReadDir => "read_dir",
+        AccessFs::RemoveDir => "remove_dir",
+        AccessFs::RemoveFile => "remove_file",
+        AccessFs::MakeChar => "make_char",
+        AccessFs::MakeDir => "make_dir",
+        AccessFs::MakeReg => "make_reg",
+        AccessFs::MakeSock => "make_sock",
+        AccessFs::MakeFifo => "make_fifo",
+        AccessFs::MakeBlock => "make_block",
+        AccessFs::MakeSym => "make_sym",
+        AccessFs::Refer => "refer",
+        AccessFs::Truncate => "truncate",
+        AccessFs::IoctlDev => "ioctl_dev",
+        AccessFs::ResolveUnix => "resolve_unix",
+        _ => "unknown",
+    }
+}
+
+fn net_name(access: AccessNet) -> &'static str {
+    match access {
+        AccessNet::BindTcp => "bind_tcp",
+        AccessNet::ConnectTcp => "connect_tcp",
+        AccessNet::BindUdp => "bind_udp",
+        AccessNet::ConnectSendUdp => "connect_send_udp",
+        _ => "unknown",
+    }
+}
+
+fn scope_name(scope: Scope) -> &'static str {
+    match scope {
+        Scope::AbstractUnixSocket => "abstract_unix_socket",
+        Scope::Signal => "signal",
+        _ => "unknown",
+    }
+}
+
+/// What the running kernel offers. Used only to explain and to refuse early: the ruleset itself
+/// is built from [`TARGET_ABI`] and the crate's compatibility handling.
+#[derive(Debug, Clone, Copy)]
+enum Support {
+    Available { abi: ABI, raw: i32 },
+    NotEnabled,
+    NotImplemented,
+}
+
+impl Support {
+    fn detect() -> Self {
+        // With no flag to apply and no_new_privs off, this only asks the kernel for its ABI.
+        match RestrictSelf::default().no_new_privs(false).apply() {
+            Ok(status) => match status.landlock {
+                LandlockStatus::Available {
+                    effective_abi,
+                    kernel_abi,
+                } => Support::Available {
+                    abi: effective_abi,
+                    raw: kernel_abi.unwrap_or(abi_number(effective_abi)),
+                },
+                LandlockStatus::NotEnabled => Support::NotEnabled,
+                LandlockStatus::NotImplemented => Support::NotImplemented,
+            },
+            Err(_) => Support::NotImplemented,
+        }
+    }
+
+    fn is_available(&self) -> bool {
+        matches!(self, Support::Available { .. })
+    }
+
+    /// The rights moot-sandbox can have enforced here: those of the kernel's ABI, up to the target.
+    fn enforceable(&self) -> Rights {
+        match *self {
+            Support::Available { abi, .. } => Rights::of_abi(abi.min(TARGET_ABI)),
+            Support::NotEnabled | Support::NotImplemented => Rights::NONE,
+        }
+    }
+}
+
+impl fmt::Display for Support {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Support::Available { raw, .. } => write!(f, "kernel Landlock ABI {raw}"),
+            Support::NotEnabled => write!(
+                f,
+                "Landlock is built into this kernel but not enabled: add landlock to the lsm= \
+                 boot parameter"
+            ),
+            Support::NotImplemented => write!(
+                f,
+                "this kernel has no Landlock: it needs CONFIG_SECURITY_LANDLOCK=y"
+            ),
+        }
+    }
+}
+
+fn abi_number(abi: ABI) -> i32 {
+    abi as i32
+}
+
+/// `--check`'s report.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CheckReport {
+    /// `available`, `not_enabled` (built in, off at boot) or `not_implemented` (not built in).
+    pub landlock: String,
+    /// The kernel's Landlock ABI, when it has Landlock.
+    pub kernel_abi: Option<i32>,
+    /// The newest ABI this build uses.
+    pub target_abi: i32,
+    /// The rights of the target ABI this kernel enforces.
+    pub enforceable: Vec<String>,
+    /// The rights of the target ABI it does not, with the ABI each needs.
+    pub not_enforceable: Vec<String>,
+    pub probe: Probe,
+}
+
+/// The self-probe: a forked child restricts itself to one writable directory, then writes inside
+/// it and beside it.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Probe {
+    /// The allowed write succeeded, the denied one failed with EACCES, no_new_privs was set.
+    pub passed: bool,
+    /// `fully_enforced`, `partially_enforced` or `not_enforced`.
+    pub ruleset: Option<String>,
+    pub no_new_privs: bool,
+    pub allowed_write: Attempt,
+    pub denied_write: Attempt,
+    /// Why the probe could not run, if it could not.
+    pub error: Option<String>,
+}
+
+/// One write of the probe.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Attempt {
+    pub succeeded: bool,
+    /// The error's name (`EACCES`) when it failed.
+    pub errno: Option<String>,
+}
+
+impl Attempt {
+    fn of(result: std::io::Result<()>) -> Self {
+        match result {
+            Ok(()) => Attempt {
+                succeeded: true,
+                errno: None,
+            },
+            Err(e) => Attempt {
+                succeeded: false,
+                errno: Some(format!(
+                    "{:?}",
+                    Errno::from_raw(e.raw_os_error().unwrap_or(0))
+                )),
+            },
+        }
+    }
+}
+
+fn check() -> Result<ExitCode, Refusal> {
+    let support = Support::detect();
+    let target = Rights::of_abi(TARGET_ABI);
+    let enforceable = support.enforceable();
+    let missing = target.minus(enforceable);
+    let probe = if support.is_available() {
+        probe()
+    } else {
+        Probe {
+            error: Some(support.to_string()),
+            ..Probe::default()
+        }
+    };
+    let report = CheckReport {
+        landlock: match support {
+            Support::Available { .. } => "available",
+            Support::NotEnabled => "not_enabled",
+            Support::NotImplemented => "not_implemented",
+        }
+        .to_string(),
+        kernel_abi: match support {
+            Support::Available { raw, .. } => Some(raw),
+            _ => None,
+        },
+        target_abi: abi_number(TARGET_ABI),
+        enforceable: enforceable.names(),
+        not_enforceable: missing.described(),
+        probe,
+    };
+    let mut line = serde_json::to_vec(&report)
+        .map_err(|e| Refusal::cannot_enforce(anyhow!("cannot print the report: {e}")))?;
+    line.push(b'\n');
+    std::io::stdout()
+        .write_all(&line)
+        .map_err(|e| Refusal::cannot_enforce(anyhow!("cannot write stdout: {e}")))?;
+    let fully = report.probe.passed && missing.is_empty();
+    Ok(ExitCode::from(if fully { 0 } else { EXIT_CANNOT_ENFORCE }))
+}
+
+fn probe() -> Probe {
+    run_probe().unwrap_or_else(|error| Probe {
+        error: Some(format!("{error:#}")),
+        ..Probe::default()
+    })
+}
+
+fn run_probe() -> anyhow::Result<Probe> {
+    let dir = tempfile::tempdir()?;
+    let inside = dir.path().join("inside");
+    let outside = dir.path().join("outside");
+    fs::create_dir(&inside)?;
+    fs::create_dir(&outside)?;
+    let policy = Policy {
+        paths: vec![PathRule {
+            path: inside.clone(),
+            grant: Grant::ReadWrite,
+            optional: false,
+            origin: "probe",
+        }],
+        net: None,
+        scoped: false,
+    };
+    let rules = open_rules(&policy.paths).map_err(|refusal| refusal.error)?;
+    let (reader, writer) = pipe()?;
+    // SAFETY: moot-sandbox is single-threaded, so the child may allocate; the child branch never
+    // returns into the caller, every path of it ends in _exit.
+    match unsafe { fork() }? {
+        ForkResult::Child => {
+            drop(reader);
+            let probe = probe_in_child(&policy, rules, &inside, &outside);
+            let bytes = serde_json::to_vec(&probe).unwrap_or_default();
+            let _ = File::from(writer).write_all(&bytes);
+            // SAFETY: ends the forked child without running the parent's exit handlers.
+            unsafe { nix::libc::_exit(0) }
+        }
+        ForkResult::Parent { child } => {
+            drop(writer);
+            drop(rules);
+            let mut bytes = Vec::new();
+            File::from(reader).read_to_end(&mut bytes)?;
+            let status = waitpid(child, None)?;
+            let mut probe: Probe = serde_json::from_slice(&bytes)
+                .map_err(|_| anyhow!("the probe process ended without a report ({status:?})"))?;
+            // Trust the filesystem, not only the child's word.
+            probe.allowed_write.succeeded &=
+                fs::read(inside.join("probe")).is_ok_and(|b| b == b"moot");
+            probe.denied_write.succeeded |= outside.join("probe").exists();
+            probe.passed = probe.error.is_none()
+                && probe.ruleset.as_deref() == Some("fully_enforced")
+                && probe.no_new_privs
+                && probe.allowed_write.succeeded
+                && !probe.denied_write.succeeded
+                && probe.denied_write.errno.as_deref() == Some("EACCES");
+            Ok(probe)
+        }
+    }
+}
+
+fn probe_in_child(
+    policy: &Policy,
+    rules: Vec<PathBeneath<PathFd>>,
+    inside: &Path,
+    outside: &Path,
+) -> Probe {
+    let status = match restrict_self(policy, rules, CompatLevel::BestEffort) {
+        Ok(status) => status,
+        Err(e) => {
+            return Probe {
+                error: Some(format!("cannot restrict the probe: {e}")),
+                ..Probe::default()
+            }
+        }
+    };
+    Probe {
+        passed: false,
+        ruleset: Some(
+            match status.ruleset {
+                RulesetStatus::FullyEnforced => "fully_enforced",
+                RulesetStatus::PartiallyEnforced => "partially_enforced",
+                RulesetStatus::NotEnforced => "not_enforced",
+            }
+            .to_string(),
+        ),
+        no_new_privs: status.no_new_privs && prctl::get_no_new_privs().unwrap_or(false),
+        allowed_write: Attempt::of(fs::write(inside.join("probe"), b"moot")),
+        denied_write: Attempt::of(fs::write(outside.join("probe"), b"moot")),
+        error: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grants_map_to_the_target_abis_rights() {
+        assert_eq!(Grant::Read.access(), AccessFs::ReadFile | AccessFs::ReadDir);
+        assert_eq!(
+            Grant::ReadExec.access(),
+            AccessFs::ReadFile | AccessFs::ReadDir | AccessFs::Execute
+        );
+        let rw = Grant::ReadWrite.access();
+        for right in [
+            AccessFs::WriteFile,
+            AccessFs::RemoveFile,
+            AccessFs::MakeReg,
+            AccessFs::Refer,
+            AccessFs::Truncate,
+            AccessFs::IoctlDev,
+        ] {
+            assert!(rw.contains(right), "rw lacks {}", fs_name(right));
+        }
+        assert!(!rw.contains(AccessFs::ResolveUnix), "ABI 9 is not targeted");
+        assert!(!Grant::Device.access().contains(AccessFs::IoctlDev));
+    }
+
+    #[test]
+    fn an_old_kernel_lacks_exactly_the_newer_rights() {
+        let policy = Policy {
+            paths: vec![],
+            net: Some(Ports::default()),
+            scoped: true,
+        };
+        let missing = policy.requested().minus(Rights::of_abi(ABI::V4));
+        assert_eq!(
+            missing.describe(),
+            "fs.ioctl_dev (ABI 5), scope.abstract_unix_socket (ABI 6), scope.signal (ABI 6)"
+        );
+        assert_eq!(
+            remedy(&policy.requested().minus(Rights::of_abi(ABI::V5))),
+            "pass --no-scope to run without scoping, or --best-effort"
+        );
+        let on_v3 = policy.requested().minus(Rights::of_abi(ABI::V3));
+        assert!(on_v3.names().contains(&"net.connect_tcp".to_string()));
+        assert!(policy
+            .requested()
+            .minus(Rights::of_abi(TARGET_ABI))
+            .is_empty());
+    }
+
+    #[test]
+    fn unrestricted_network_and_unscoped_policies_ask_for_less() {
+        let policy = Policy {
+            paths: vec![],
+            net: None,
+            scoped: false,
+        };
+        let requested = policy.requested();
+        assert!(requested.net.is_empty() && requested.scopes.is_empty());
+        assert_eq!(requested.fs, AccessFs::from_all(TARGET_ABI));
+        assert_eq!(
+            policy.requested().minus(Rights::of_abi(ABI::V5)),
+            Rights::NONE,
+            "an ABI 5 kernel enforces a policy that needs no scoping nor TCP"
+        );
+    }
+
+    #[test]
+    fn defaults_grant_the_executables_directory() {
+        let rules = default_rules(Path::new("/usr/bin/env"));
+        assert!(rules.contains(&PathRule {
+            path: PathBuf::from("/usr/bin"),
+            grant: Grant::ReadExec,
+            optional: false,
+            origin: "default",
+        }));
+        assert!(rules
+            .iter()
+            .any(|r| r.path == Path::new("/dev/null") && r.grant == Grant::Device));
+        assert!(!rules.iter().any(|r| r.path.starts_with("/tmp")));
+    }
+}

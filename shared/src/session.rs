@@ -1,0 +1,92 @@
+//! Session references: the shapes every runtime's grammar is built from, and fresh ids.
+//!
+//! Each runtime decides which shapes it accepts (in its own module); this module only knows what
+//! a UUID and a `fresh:` reference look like, and how to mint a random version-4 UUID.
+
+use std::fs::File;
+use std::io::{self, Read};
+
+/// What a session reference asks the runtime to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionUse {
+    /// Start a new session: the reference was empty or `fresh:<suffix>`.
+    Start,
+    /// Resume the session with this id (or thread name).
+    Resume(String),
+    /// Resume the runtime's most recent session (`last`).
+    Last,
+}
+
+/// The reference that asks for the most recent session, in the grammars that accept it.
+pub const LAST: &str = "last";
+
+/// A UUID in its canonical text form: 36 characters, hyphens at 8, 13, 18 and 23, hex elsewhere
+/// (either case). Version and variant bits are not checked: the CLIs do not check them either.
+pub fn is_uuid(s: &str) -> bool {
+    s.len() == 36
+        && s.bytes().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => b == b'-',
+            _ => b.is_ascii_hexdigit(),
+        })
+}
+
+/// `fresh:<suffix>`: a placeholder an orchestrator stores before a session exists. The suffix is
+/// the orchestrator's own (e.g. `fresh:job:<hash>`) and is not interpreted.
+pub fn is_fresh(s: &str) -> bool {
+    s.starts_with("fresh:")
+}
+
+/// `n` bytes from the kernel's random source.
+pub fn random_bytes<const N: usize>() -> io::Result<[u8; N]> {
+    let mut bytes = [0u8; N];
+    File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Formats 16 random bytes as a version-4 (random) UUID, lower case.
+pub fn uuid_v4(mut bytes: [u8; 16]) -> String {
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid_shape() {
+        assert!(is_uuid("0f8c1c3e-9a4b-4c1d-8e2f-123456789abc"));
+        assert!(is_uuid("0F8C1C3E-9A4B-4C1D-8E2F-123456789ABC"));
+        assert!(!is_uuid("0f8c1c3e-9a4b-4c1d-8e2f-123456789ab"));
+        assert!(!is_uuid("0f8c1c3e_9a4b-4c1d-8e2f-123456789abc"));
+        assert!(!is_uuid("0f8c1c3e-9a4b-4c1d-8e2f-123456789abg"));
+        assert!(!is_uuid("last"));
+        assert!(!is_uuid(""));
+    }
+
+    #[test]
+    fn minted_uuid_is_version_4() {
+        let id = uuid_v4([0xff; 16]);
+        assert_eq!(id, "ffffffff-ffff-4fff-bfff-ffffffffffff");
+        let id = uuid_v4([0; 16]);
+        assert_eq!(id, "00000000-0000-4000-8000-000000000000");
+        assert!(is_uuid(&uuid_v4(random_bytes().unwrap())));
+    }
+
+    #[test]
+    fn fresh_is_a_prefix() {
+        assert!(is_fresh("fresh:job:0123456789abcdef"));
+        assert!(is_fresh("fresh:"));
+        assert!(!is_fresh("Fresh:x"));
+        assert!(!is_fresh("fresh"));
+    }
+}

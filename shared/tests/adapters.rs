@@ -1,0 +1,457 @@
+//! End to end: every scripts/adapters/<runtime>/adapter.sh run by /bin/sh with a stub runtime on
+//! PATH that replays a real capture and exits as the real CLI did. Checks stdout (only the
+//! response), stderr (one diagnostic line on failure), the exit status, and the argv and stdin
+//! the runtime received. The tools are the workspace's built binaries (`cargo test --workspace`
+//! builds them all before any test runs).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const TOOLS: &[&str] = &[
+    "moot-render",
+    "moot-run",
+    "moot-sandbox",
+    "moot-parse-omp",
+    "moot-parse-claude",
+    "moot-parse-codex",
+];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// target/<profile>/, where cargo put the workspace's binaries.
+fn tool_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+    for tool in TOOLS {
+        assert!(
+            dir.join(tool).exists(),
+            "{tool} is not built in {}: run `cargo build --workspace` (or `make test`) first",
+            dir.display()
+        );
+    }
+    dir
+}
+
+/// A directory of stub CLIs; put first on PATH.
+struct Stubs {
+    dir: tempfile::TempDir,
+}
+
+impl Stubs {
+    fn new() -> Self {
+        Stubs {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// Installs `name` replaying `capture` (relative to testdata/) and exiting with `exit`.
+    fn install(&self, name: &str, capture: &str, exit: i32) -> &Self {
+        let stub = self.path(name);
+        fs::copy(root().join("scripts/stub/stub-runtime"), &stub).unwrap();
+        fs::set_permissions(&stub, fs::Permissions::from_mode(0o755)).unwrap();
+        fs::copy(
+            root().join("testdata").join(capture),
+            self.path(&format!("{name}.stdout")),
+        )
+        .unwrap();
+        fs::write(self.path(&format!("{name}.exit")), exit.to_string()).unwrap();
+        self
+    }
+
+    fn path(&self, file: &str) -> PathBuf {
+        self.dir.path().join(file)
+    }
+
+    /// The argv the stub received (without argv[0]), or None when it never ran.
+    fn argv(&self, name: &str) -> Option<Vec<String>> {
+        let raw = fs::read(self.path(&format!("{name}.argv"))).ok()?;
+        Some(
+            raw.split(|b| *b == 0)
+                .map(|a| String::from_utf8(a.to_vec()).unwrap())
+                .collect::<Vec<_>>()
+                .split_last()
+                .map(|(_, args)| args.to_vec())
+                .unwrap_or_default(),
+        )
+    }
+
+    fn stdin(&self, name: &str) -> Vec<u8> {
+        fs::read(self.path(&format!("{name}.stdin"))).unwrap()
+    }
+}
+
+/// Runs one adapter with exactly `env` (plus PATH, HOME and TMPDIR), as Mosaic's runner does:
+/// `/bin/sh adapter.sh`, stdin closed.
+fn adapter(runtime: &str, stubs: &Stubs, env: &[(&str, &str)]) -> Output {
+    let tmp = stubs.path("tmp");
+    fs::create_dir_all(&tmp).unwrap();
+    let path = format!(
+        "{}:{}:/usr/bin:/bin",
+        stubs.dir.path().display(),
+        tool_dir().display()
+    );
+    let mut command = Command::new("/bin/sh");
+    command
+        .arg(root().join(format!("scripts/adapters/{runtime}/adapter.sh")))
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", stubs.dir.path())
+        .env("TMPDIR", &tmp)
+        .stdin(std::process::Stdio::null());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let out = command.output().unwrap();
+    assert_eq!(
+        fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "the adapter left files in TMPDIR"
+    );
+    out
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).unwrap()
+}
+
+fn answer_of(expected_envelope: &str) -> String {
+    let path = root().join("testdata").join(expected_envelope);
+    let envelope: serde_json::Value = serde_json::from_slice(&fs::read(path).unwrap()).unwrap();
+    let answer = envelope["run"]["answer"].as_str().unwrap().to_string();
+    if answer.ends_with('\n') {
+        answer
+    } else {
+        answer + "\n"
+    }
+}
+
+/// A failed run: nothing on stdout, exactly one diagnostic line, a nonzero status.
+fn assert_failed(out: &Output, status: i32, stderr_prefix: &str) {
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(status), "stderr: {stderr}");
+    assert!(out.stdout.is_empty(), "stdout: {}", text(&out.stdout));
+    assert_eq!(stderr.lines().count(), 1, "stderr: {stderr}");
+    assert!(stderr.starts_with(stderr_prefix), "stderr: {stderr}");
+}
+
+fn assert_answered(out: &Output, expected_envelope: &str) {
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), answer_of(expected_envelope));
+}
+
+#[test]
+fn omp_answers_with_the_final_text_only() {
+    let stubs = Stubs::new();
+    stubs.install("omp", "omp/real-plain.ndjson", 0);
+    let system = stubs.path("system.md");
+    fs::write(&system, "be brief").unwrap();
+    let out = adapter(
+        "omp",
+        &stubs,
+        &[
+            ("MOSAIC_REQUEST", "Review\n-this @now"),
+            ("MOSAIC_PROVIDER", "anthropic"),
+            ("MOSAIC_MODEL", "claude-sonnet-4-5"),
+            ("MOSAIC_THINKING", "high"),
+            ("MOSAIC_SYSTEM_PROMPT_FILE", system.to_str().unwrap()),
+            ("ANTHROPIC_API_KEY", "sk-secret-never-printed"),
+        ],
+    );
+    assert_answered(&out, "omp/real-plain.json");
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    assert_eq!(
+        stubs.argv("omp").unwrap(),
+        [
+            "-p",
+            "--mode=json",
+            "--approval-mode=always-ask",
+            "--no-session",
+            "--model",
+            "anthropic/claude-sonnet-4-5",
+            "--thinking",
+            "high",
+            "--append-system-prompt",
+            system.to_str().unwrap(),
+            "--",
+            "Review\n-this @now"
+        ]
+    );
+    assert!(
+        stubs.stdin("omp").is_empty(),
+        "the runtime's stdin must be /dev/null"
+    );
+    assert_eq!(fs::read_to_string(&system).unwrap(), "be brief");
+}
+
+#[test]
+fn omp_exit_zero_failure_is_a_failure() {
+    let stubs = Stubs::new();
+    stubs.install("omp", "omp/real-toolloop-maxtime.ndjson", 0);
+    let out = adapter("omp", &stubs, &[("MOSAIC_REQUEST", "loop")]);
+    assert_failed(&out, 1, "moot-parse-omp: truncated: TRUNCATED");
+}
+
+#[test]
+fn omp_provider_failure_exits_nonzero_with_one_line() {
+    let stubs = Stubs::new();
+    stubs.install("omp", "omp/real-error.ndjson", 1);
+    let out = adapter("omp", &stubs, &[("MOSAIC_REQUEST", "hi")]);
+    assert_failed(
+        &out,
+        1,
+        "moot-parse-omp: retry_exhausted: omp gave up retrying",
+    );
+}
+
+#[test]
+fn omp_in_a_workspace_runs_confined_with_write_policy() {
+    let stubs = Stubs::new();
+    stubs.install("omp", "omp/real-tool.ndjson", 0);
+    let workspace = tempfile::tempdir().unwrap();
+    let ws = workspace.path().to_str().unwrap();
+    let grant = format!("--rw {}", stubs.dir.path().display());
+    let out = adapter(
+        "omp",
+        &stubs,
+        &[
+            ("MOSAIC_REQUEST", "fix it"),
+            ("MOSAIC_WORKSPACE", ws),
+            ("MOOT_SANDBOX_FLAGS", &grant),
+        ],
+    );
+    assert_answered(&out, "omp/real-tool.json");
+    assert_eq!(
+        stubs.argv("omp").unwrap(),
+        [
+            "-p",
+            "--mode=json",
+            "--approval-mode=write",
+            "--no-session",
+            "--add-dir",
+            ws,
+            "--",
+            "fix it"
+        ]
+    );
+}
+
+#[test]
+fn omp_oversize_request_is_staged_and_removed() {
+    let stubs = Stubs::new();
+    stubs.install("omp", "omp/real-plain.ndjson", 0);
+    let request = "x".repeat(120 * 1024); // an environment string is capped at 128 KiB
+    let out = adapter("omp", &stubs, &[("MOSAIC_REQUEST", &request)]);
+    assert_answered(&out, "omp/real-plain.json");
+    let argv = stubs.argv("omp").unwrap();
+    assert!(argv.iter().all(|a| a.len() < 1024), "a large argv element");
+    let attachment = argv.iter().find(|a| a.starts_with('@')).expect("an @file");
+    assert!(attachment.ends_with("/prompt.md"));
+    assert!(
+        !Path::new(&attachment[1..]).exists(),
+        "the staged prompt was not removed"
+    );
+}
+
+#[test]
+fn missing_request_is_refused() {
+    let stubs = Stubs::new();
+    stubs.install("omp", "omp/real-plain.ndjson", 0);
+    let out = adapter("omp", &stubs, &[]);
+    assert_failed(&out, 2, "moot adapter (omp): MOSAIC_REQUEST is not set");
+    assert!(stubs.argv("omp").is_none(), "the runtime must not run");
+}
+
+#[test]
+fn a_refused_render_stops_before_the_runtime() {
+    let stubs = Stubs::new();
+    stubs.install("omp", "omp/real-plain.ndjson", 0);
+    let out = adapter(
+        "omp",
+        &stubs,
+        &[("MOSAIC_REQUEST", "hi"), ("MOSAIC_MODEL", "a model")],
+    );
+    assert_failed(&out, 2, "moot-render: --model (a model)");
+    assert!(stubs.argv("omp").is_none());
+}
+
+#[test]
+fn claude_needs_an_effort_and_an_absolute_executable() {
+    let stubs = Stubs::new();
+    stubs.install("claude", "claude/real-plain.ndjson", 0);
+    let out = adapter("claude", &stubs, &[("MOSAIC_REQUEST", "hi")]);
+    assert_failed(&out, 2, "moot adapter (claude): MOSAIC_THINKING is not set");
+    let with = |bin: &str| {
+        adapter(
+            "claude",
+            &stubs,
+            &[
+                ("MOSAIC_REQUEST", "hi"),
+                ("MOSAIC_THINKING", "high"),
+                ("MOSAIC_CLAUDE_BIN", bin),
+            ],
+        )
+    };
+    assert_failed(
+        &with("claude"),
+        2,
+        "moot adapter (claude): MOSAIC_CLAUDE_BIN (claude) must be an absolute path",
+    );
+    let plain_file = stubs.path("claude.stdout");
+    assert_failed(
+        &with(plain_file.to_str().unwrap()),
+        2,
+        "moot adapter (claude): MOSAIC_CLAUDE_BIN",
+    );
+    assert!(stubs.argv("claude").is_none());
+}
+
+#[test]
+fn claude_runs_the_named_binary_and_resumes_only_after_success() {
+    let stubs = Stubs::new();
+    stubs.install("real-claude", "claude/real-plain.ndjson", 0);
+    let bin = stubs.path("real-claude");
+    let sessions = tempfile::tempdir().unwrap();
+    let env = |request: &'static str| {
+        vec![
+            ("MOSAIC_REQUEST", request),
+            ("MOSAIC_THINKING", "high"),
+            ("MOSAIC_CLAUDE_BIN", bin.to_str().unwrap()),
+            ("MOSAIC_SESSION_DIR", sessions.path().to_str().unwrap()),
+        ]
+    };
+    let first = adapter("claude", &stubs, &env("first turn"));
+    assert_answered(&first, "claude/real-plain.json");
+    let argv = stubs.argv("real-claude").unwrap();
+    let stream = [
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--include-partial-messages",
+    ];
+    assert_eq!(
+        argv[..5],
+        [
+            "--permission-mode",
+            "plan",
+            "--effort",
+            "high",
+            "--session-id"
+        ]
+    );
+    assert_eq!(argv[6..11], stream);
+    assert_eq!(argv[11..], ["--", "first turn"]);
+    let stored = fs::read_to_string(sessions.path().join("claude.session")).unwrap();
+    assert_eq!(stored, "99805b40-d436-4d58-8b71-a1bed56e3211\n");
+
+    stubs.install("real-claude", "claude/real-error.ndjson", 1);
+    let second = adapter("claude", &stubs, &env("second turn"));
+    assert_eq!(second.status.code(), Some(1));
+    assert!(second.stdout.is_empty());
+    let argv = stubs.argv("real-claude").unwrap();
+    assert_eq!(
+        argv[4..6],
+        ["--resume", "99805b40-d436-4d58-8b71-a1bed56e3211"]
+    );
+    assert_eq!(argv[6..11], stream);
+    assert_eq!(argv[11..], ["--", "second turn"]);
+    let kept = fs::read_to_string(sessions.path().join("claude.session")).unwrap();
+    assert_eq!(
+        kept, stored,
+        "a failed turn must not replace the stored session"
+    );
+}
+
+#[test]
+fn codex_folds_the_system_prompt_into_the_request() {
+    let stubs = Stubs::new();
+    stubs.install("codex", "codex/real-plain.ndjson", 0);
+    let system = stubs.path("system.md");
+    fs::write(&system, "You are the reviewer.\n").unwrap();
+    let out = adapter(
+        "codex",
+        &stubs,
+        &[
+            ("MOSAIC_REQUEST", "Review the diff."),
+            ("MOSAIC_MODEL", "gpt-5.5"),
+            ("MOSAIC_SYSTEM_PROMPT_FILE", system.to_str().unwrap()),
+        ],
+    );
+    assert_answered(&out, "codex/real-plain.json");
+    assert_eq!(
+        stubs.argv("codex").unwrap(),
+        [
+            "exec",
+            "--sandbox",
+            "read-only",
+            "--json",
+            "--model",
+            "gpt-5.5",
+            "--",
+            "You are the reviewer.\n\n\nReview the diff."
+        ]
+    );
+}
+
+#[test]
+fn codex_failed_turn_is_a_failure() {
+    let stubs = Stubs::new();
+    stubs.install("codex", "codex/real-length.ndjson", 1);
+    let out = adapter("codex", &stubs, &[("MOSAIC_REQUEST", "hi")]);
+    assert_failed(&out, 1, "moot-parse-codex: truncated");
+}
+
+#[test]
+fn shell_runs_the_command_with_the_request_as_an_argument() {
+    let stubs = Stubs::new();
+    let out = adapter(
+        "shell",
+        &stubs,
+        &[
+            ("MOSAIC_REQUEST", "it's \"quoted\"\nand multi-line"),
+            ("MOOT_SHELL_COMMAND", "printf '%s|%s' \"$0\" \"$1\""),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "gitmoot|it's \"quoted\"\nand multi-line");
+    let failing = adapter(
+        "shell",
+        &stubs,
+        &[("MOSAIC_REQUEST", "x"), ("MOOT_SHELL_COMMAND", "exit 7")],
+    );
+    assert_eq!(failing.status.code(), Some(7));
+    let unset = adapter("shell", &stubs, &[("MOSAIC_REQUEST", "x")]);
+    assert_failed(
+        &unset,
+        2,
+        "moot adapter (shell): MOOT_SHELL_COMMAND is not set",
+    );
+}
+
+#[test]
+fn mock_echoes_its_response_verbatim() {
+    let stubs = Stubs::new();
+    let response = "-n {\"gitmoot_result\": 1}\n\tand more";
+    let out = adapter(
+        "mock",
+        &stubs,
+        &[
+            ("MOSAIC_REQUEST", "ignored"),
+            ("MOSAIC_MOCK_RESPONSE", response),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), response);
+    let unset = adapter("mock", &stubs, &[("MOSAIC_REQUEST", "x")]);
+    assert_failed(
+        &unset,
+        2,
+        "moot adapter (mock): MOSAIC_MOCK_RESPONSE is not set",
+    );
+}
