@@ -2,24 +2,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use moot::testkit::{run, run_in, testdata};
+use moot::testkit::{args, case, run, run_in};
 
 const BIN: &str = env!("CARGO_BIN_EXE_moot-parse-kimi");
-
-fn case(name: &str) -> Vec<u8> {
-    std::fs::read(testdata().join("kimi").join(format!("{name}.ndjson"))).unwrap()
-}
-
-fn args(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| s.to_string()).collect()
-}
 
 #[test]
 fn text_prints_only_the_final_answer() {
     let out = run(
         BIN,
         &args(&["--text", "--exit-code", "0"]),
-        &case("narration-not-in-answer"),
+        &case("kimi", "narration-not-in-answer"),
     );
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
@@ -31,7 +23,11 @@ fn text_prints_only_the_final_answer() {
 
 #[test]
 fn text_never_leaks_thinking() {
-    let out = run(BIN, &args(&["--text"]), &case("real-thinking-with-exit"));
+    let out = run(
+        BIN,
+        &args(&["--text"]),
+        &case("kimi", "real-thinking-with-exit"),
+    );
     assert_eq!(out.status.code(), Some(0));
     let answer = String::from_utf8(out.stdout).unwrap();
     assert!(answer.starts_with("I looked at the task"), "{answer}");
@@ -45,7 +41,7 @@ fn text_failure_reports_the_cli_words_on_one_line() {
     let out = run(
         BIN,
         &args(&["--text", "--exit-code", "75"]),
-        &case("real-error"),
+        &case("kimi", "real-error"),
     );
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
@@ -61,7 +57,7 @@ fn text_fails_a_clean_looking_stream_with_a_failed_exit() {
     let out = run(
         BIN,
         &args(&["--text", "--exit-code", "1"]),
-        &case("real-plain"),
+        &case("kimi", "real-plain"),
     );
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
@@ -82,7 +78,7 @@ fn stderr_file_gives_the_legacy_session_id() {
     let out = run_in(
         BIN,
         &args(&["--stderr-file", "err.txt"]),
-        &case("real-plain"),
+        &case("kimi", "real-plain"),
         Some(dir.path()),
     );
     assert_eq!(out.status.code(), Some(0));

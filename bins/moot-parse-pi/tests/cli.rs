@@ -2,23 +2,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use moot::testkit::{run, testdata};
+use moot::testkit::{args, case, run};
 
 const BIN: &str = env!("CARGO_BIN_EXE_moot-parse-pi");
-
-fn case(name: &str) -> Vec<u8> {
-    std::fs::read(testdata().join("pi").join(format!("{name}.ndjson"))).unwrap()
-}
-
-fn args(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| s.to_string()).collect()
-}
 
 const PLAIN_ANSWER: &str = "I looked at the task and everything is in order.\n\n{\"gitmoot_result\":{\"decision\":\"approved\",\"summary\":\"done\",\"findings\":[],\"changes_made\":[],\"tests_run\":[],\"needs\":[],\"delegations\":[]}}\n";
 
 #[test]
 fn text_prints_only_the_answer() {
-    let out = run(BIN, &args(&["--text"]), &case("real-plain"));
+    let out = run(BIN, &args(&["--text"]), &case("pi", "real-plain"));
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8(out.stdout).unwrap(), PLAIN_ANSWER);
     assert!(out.stderr.is_empty());
@@ -26,7 +18,7 @@ fn text_prints_only_the_answer() {
 
 #[test]
 fn text_answer_of_a_recovered_retry_is_the_final_message() {
-    let out = run(BIN, &args(&["--text"]), &case("real-retry-visible"));
+    let out = run(BIN, &args(&["--text"]), &case("pi", "real-retry-visible"));
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8(out.stdout).unwrap(), PLAIN_ANSWER);
 }
@@ -34,7 +26,7 @@ fn text_answer_of_a_recovered_retry_is_the_final_message() {
 /// pi exits 0 after giving up; the adapter must still fail, with nothing on stdout.
 #[test]
 fn text_fails_a_terminal_provider_error_that_exited_0() {
-    let out = run(BIN, &args(&["--text"]), &case("real-error-with-exit"));
+    let out = run(BIN, &args(&["--text"]), &case("pi", "real-error-with-exit"));
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
     assert_eq!(
@@ -47,7 +39,7 @@ fn text_fails_a_terminal_provider_error_that_exited_0() {
 /// adapter and a cut sentence handed over as the answer.
 #[test]
 fn text_fails_a_dropped_stream() {
-    let out = run(BIN, &args(&["--text"]), &case("real-drop"));
+    let out = run(BIN, &args(&["--text"]), &case("pi", "real-drop"));
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
     let stderr = String::from_utf8(out.stderr).unwrap();
@@ -63,7 +55,7 @@ fn accept_unmetered_hands_over_an_answer_without_usage() {
     let out = run(
         BIN,
         &args(&["--text", "--accept-unmetered"]),
-        &case("real-drop"),
+        &case("pi", "real-drop"),
     );
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(out.stdout, b"I looked at \n");
