@@ -3,7 +3,7 @@
 # resumes), the model provider-qualified, MOSAIC_THINKING as --thinking, the system prompt
 # appended to omp's own. The verdict comes from omp's stream, never from its exit status.
 set -u
-. "${0%/*}/../lib.sh"
+. "$(dirname "$0")/../lib.sh"
 moot_runtime=omp
 model=$(moot_qualified_model)
 moot_adapter omp omp \

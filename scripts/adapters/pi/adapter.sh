@@ -3,7 +3,7 @@
 # --system-prompt, MOSAIC_THINKING as --thinking (omitted when unset), MOSAIC_EXTENSIONS (blank
 # separated) as -e files that must exist, and the session resumed from MOSAIC_SESSION_DIR.
 set -u
-. "${0%/*}/../lib.sh"
+. "$(dirname "$0")/../lib.sh"
 moot_runtime=pi
 model=$(moot_qualified_model)
 session=$(moot_saved_session pi) || session=
