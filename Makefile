@@ -40,3 +40,10 @@ man:
 
 clean:
 	$(CARGO) clean
+
+# Every fuzz target for 60 s, seeded from testdata/; fails on a crash, a hang or a memory
+# blow-up. Needs only the stable toolchain and crates.io (installs cargo-fuzz when absent).
+# See fuzz/README.md for the long runs.
+.PHONY: fuzz-short
+fuzz-short:
+	sh fuzz/run.sh 60

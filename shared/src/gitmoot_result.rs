@@ -623,6 +623,19 @@ mod tests {
         assert_eq!(extract(&answer), Ok(normalised("approved", "fine")));
     }
 
+    /// Found by the property test `a_valid_result_is_found_whatever_surrounds_it`: serde_json's
+    /// default float parsing may miss the last digit, so a number in `findings` came back
+    /// changed; with `float_roundtrip` every number the model wrote survives exactly.
+    #[test]
+    fn finding_numbers_survive_exactly() {
+        let answer = r#"{"gitmoot_result":{"decision":"approved","summary":"a","findings":[-2.4638427048041185e299,0.1]}}"#;
+        let result = extract(answer).unwrap();
+        assert_eq!(
+            result["findings"].to_string(),
+            "[-2.4638427048041185e+299,0.1]"
+        );
+    }
+
     #[test]
     fn hostile_nesting_is_bounded() {
         let answer = format!("{}\"gitmoot_result\"", "{".repeat(200_000));

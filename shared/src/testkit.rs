@@ -213,3 +213,68 @@ fn long_flags(help: &str) -> Vec<String> {
     flags.dedup();
     flags
 }
+
+/// Every error class a parser may print: the names scripts branch on.
+pub const ERROR_CLASSES: &[&str] = &[
+    "truncated",
+    "model_error",
+    "retry_exhausted",
+    "retry_open",
+    "no_agent_end",
+    "not_terminal",
+    "empty_answer",
+    "malformed_stream",
+    "no_result",
+    "invalid_result",
+    "process",
+];
+
+/// The envelope contract every parser's output holds whatever its input (the property tests and
+/// the fuzz targets check it): `json` is exactly one JSON object on one line with the keys
+/// `gitmoot_result` and `run`; `run.ok` holds exactly when there is an answer and no error; a
+/// failure names a known class and carries no answer, result or family; a printed result
+/// re-validates to itself (when `require_result`); every input byte is counted. Returns the
+/// parsed envelope; panics naming the broken rule.
+pub fn check_envelope(json: &str, input_len: u64, require_result: bool) -> serde_json::Value {
+    use serde_json::Value;
+    assert!(!json.contains('\n'), "the envelope spans lines: {json}");
+    let values: Vec<Value> = serde_json::Deserializer::from_str(json)
+        .into_iter::<Value>()
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| panic!("the envelope does not parse back ({e}): {json}"));
+    assert_eq!(values.len(), 1, "not exactly one envelope: {json}");
+    let value = values.into_iter().next().expect("one value");
+    let keys: Vec<&str> = value
+        .as_object()
+        .expect("the envelope is an object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["gitmoot_result", "run"], "{json}");
+    let run = &value["run"];
+    assert_eq!(run["bytes"].as_u64(), Some(input_len), "bytes: {json}");
+    let ok = run["ok"].as_bool().expect("run.ok is a boolean");
+    if ok {
+        assert!(run["answer"].is_string(), "ok without an answer: {json}");
+        assert!(run["error"].is_null(), "ok with an error: {json}");
+        if require_result {
+            let result = value["gitmoot_result"].clone();
+            assert_eq!(
+                crate::gitmoot_result::validate(result.clone()).as_ref(),
+                Ok(&result),
+                "the printed result does not validate to itself: {json}"
+            );
+        }
+    } else {
+        assert!(run["answer"].is_null(), "a failure with an answer: {json}");
+        assert!(
+            value["gitmoot_result"].is_null(),
+            "a failure with a result: {json}"
+        );
+        assert!(run["family"].is_null(), "a failure with a family: {json}");
+        let class = run["error"]["class"].as_str().expect("run.error.class");
+        assert!(ERROR_CLASSES.contains(&class), "unknown class {class}");
+        assert!(run["error"]["message"].is_string(), "no message: {json}");
+    }
+    value
+}

@@ -175,6 +175,12 @@ impl<F: Flavor> Dialect for PiFamily<F> {
                 };
             }
             Some(kind) => Cow::Borrowed(kind),
+            // An event is a JSON object. serde reads an array positionally into a struct, so
+            // without this `["session","x"]` would pass for a session event and
+            // `["message_end"]` for an undecodable one; an array identifies nothing.
+            None if line.trim_ascii_start().first() != Some(&b'{') => {
+                return unidentified::<F>(line)
+            }
             None => match serde_json::from_slice::<Head>(line) {
                 Ok(Head { kind: Some(kind) }) => kind,
                 Ok(Head { kind: None }) => return Ok(()),
