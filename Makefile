@@ -5,6 +5,7 @@ TOOLS := moot-parse-omp
 TOOLS += moot-parse-claude moot-parse-codex
 TOOLS += moot-render
 TOOLS += moot-run moot-sandbox
+TOOLS += moot-parse-kimi moot-parse-pi
 RELEASE := target/release
 
 .PHONY: all build test lint demo bench install man clean

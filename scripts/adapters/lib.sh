@@ -95,7 +95,12 @@ moot_adapter() {
         ${MOOT_DEADLINE:+--deadline "$MOOT_DEADLINE"} "$@" - >"$moot_work/argv" || exit
     [ -z "${moot_program:-}" ] || moot_replace_program "$moot_work/argv" "$moot_program"
 
+    # A CLI that names its session or its fatal error only on stderr (kimi) has its stderr
+    # handed to the parser (moot_stderr_to_parser=1) instead of passed through.
+    moot_stderr=
+    [ "${moot_stderr_to_parser:-0}" = 1 ] && moot_stderr=$moot_work/out/stderr
     set -- moot-run --status-file "$moot_work/out/status" --cleanup "$moot_stage" \
+        ${moot_stderr:+--stderr-file "$moot_stderr"} \
         ${MOOT_DEADLINE:+--deadline "$MOOT_DEADLINE"}
     if [ -n "${MOSAIC_WORKSPACE:-}" ]; then
         # The CLI itself must stay executable inside the sandbox: its directory on PATH, and the
@@ -119,6 +124,7 @@ moot_adapter() {
     [ -n "${MOSAIC_SESSION_DIR:-}" ] && moot_session_file=$MOSAIC_SESSION_DIR/$moot_runtime.session
     "$@" <"$moot_work/argv" |
         moot-parse-"$moot_parser" --text --status-file "$moot_work/out/status" \
+            ${moot_stderr:+--stderr-file "$moot_stderr"} \
             ${moot_session_file:+--session-file "$moot_session_file"}
 }
 

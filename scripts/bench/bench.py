@@ -5,7 +5,9 @@ Measures, with several repetitions and reporting medians and ratios:
   * each parser over a pipe vs `cat FILE | wc -l` (the pipe limit) vs jq selecting the
     load-bearing events, on generated 100 MiB and 1 GiB streams;
   * peak RSS of each parser (/usr/bin/time -v) at both sizes;
-  * start-up time of every tool (`--version`, and a tiny input) vs /bin/true.
+  * start-up time of every tool (`--version`, and a tiny input) vs /bin/true;
+  * the whole omp adapter.sh pipeline over a stub runtime vs the stub alone;
+  * staging a 5 MiB prompt with moot-render.
 Prints a Markdown report on stdout (BENCHMARKS.md holds a run of it).
 
 usage: bench.py [--reps N] [--sizes 100,1024] [--data DIR] [--bin DIR]
@@ -27,6 +29,10 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 # load-bearing events (the work a naive shell pipeline would do).
 PARSERS = {
     "omp": ("moot-parse-omp", 'select(.type=="message_end" or .type=="agent_end")'),
+    "pi": ("moot-parse-pi", 'select(.type=="message_end" or .type=="agent_end")'),
+    "claude": ("moot-parse-claude", 'select(.type=="assistant" or .type=="result")'),
+    "codex": ("moot-parse-codex", 'select(.type=="item.completed" or .type=="turn.completed")'),
+    "kimi": ("moot-parse-kimi", 'select(.role=="assistant" or .role=="meta")'),
 }
 TOOLS = ["moot-parse-omp", "moot-render", "moot-run", "moot-sandbox", "moot-parse-kimi",
          "moot-parse-claude", "moot-parse-codex", "moot-parse-pi"]
@@ -92,6 +98,34 @@ def per_run(cmd, reps):
     return (time.perf_counter() - start) / reps
 
 
+def pipeline(bin_dir, reps, scratch):
+    """Mean wall time of the omp adapter.sh end to end over a stub omp, and of the stub alone."""
+    stubs = os.path.join(scratch, "stub")
+    os.makedirs(stubs, exist_ok=True)
+    stub = os.path.join(stubs, "omp")
+    shutil.copy(os.path.join(ROOT, "scripts", "stub", "stub-runtime"), stub)
+    shutil.copy(os.path.join(ROOT, "testdata", "omp", "real-plain.ndjson"), stub + ".stdout")
+    env = f"PATH={stubs}:{bin_dir}:/usr/bin:/bin MOSAIC_REQUEST=review"
+    adapter = os.path.join(ROOT, "scripts", "adapters", "omp", "adapter.sh")
+    alone = per_run(f"{stub} -p --mode=json -- review </dev/null", reps)
+    tools = per_run(f"env {env} sh -c 'moot-render omp -- review | moot-run | moot-parse-omp --text'",
+                    reps)
+    whole = per_run(f"env {env} sh {adapter}", reps)
+    return alone, tools, whole
+
+
+def staging(bin_dir, reps, scratch):
+    """Mean wall time of moot-render staging a 5 MiB prompt (the directory removed between)."""
+    prompt = os.path.join(scratch, "prompt-5m.md")
+    with open(prompt, "w") as f:
+        f.write(("line of a very large review prompt, with context and diffs\n" * 90000)[:5 * 2**20])
+    stage = os.path.join(scratch, "stage")
+    render = os.path.join(bin_dir, "moot-render")
+    cmd = f"{render} omp --stage-dir {stage} --prompt-file {prompt} >/dev/null 2>&1; rm -rf {stage}"
+    inline = per_run(f"{render} omp -- 'a short prompt' >/dev/null", reps)
+    return per_run(cmd, reps), inline
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
@@ -135,6 +169,22 @@ def main():
     for tool, mib, rss, longest in rss_rows:
         print(f"| {tool} | {mib:.0f} MiB | {rss / 1024:.1f} MiB | {longest / 2**20:.1f} MiB | "
               f"{(rss * 1024 - longest) / 2**20:.1f} MiB |")
+
+    scratch = os.path.join(args.data, "scratch")
+    os.makedirs(scratch, exist_ok=True)
+    alone, tools, whole = pipeline(args.bin, 100, scratch)
+    staged, inline = staging(args.bin, 50, scratch)
+    print("\n## The adapter pipeline and staging (mean of 100 and 50 runs)\n")
+    print("| what | time | over the reference |")
+    print("|---|---|---|")
+    print(f"| stub omp alone (replays a real capture) | {alone * 1000:.2f} ms | |")
+    print(f"| `moot-render omp \\| moot-run \\| moot-parse-omp --text` over the stub | "
+          f"{tools * 1000:.2f} ms | {(tools - alone) * 1000:+.2f} ms over the stub |")
+    print(f"| `adapter.sh` over the stub (the same, plus its shell work) | {whole * 1000:.2f} ms | "
+          f"{(whole - alone) * 1000:+.2f} ms over the stub |")
+    print(f"| `moot-render omp`, short prompt | {inline * 1000:.2f} ms | |")
+    print(f"| `moot-render omp`, 5 MiB prompt staged (0600 file, 0700 dir) | {staged * 1000:.2f} ms | "
+          f"{(staged - inline) * 1000:+.2f} ms over the short prompt |")
 
     baseline, runs = startup(args.bin, 200)
     print("\n## Start-up (mean of 200 runs)\n")

@@ -1,81 +1,85 @@
 #!/usr/bin/env python3
-"""Write a large, realistic omp --mode=json stream for benchmarks.
+"""Write a large, realistic stream of one dialect for benchmarks, grown from a real capture.
 
-The shapes are those of the real captures in testdata/omp (omp 18.2.3): many small
-message_update text deltas, multi-MiB tool_execution_end lines, message_end/turn_end per
-turn, and a final multi-MiB agent_end that re-serialises the transcript, then a valid ending.
+Each dialect names a capture in testdata/ of a real CLI running one tool call then answering,
+and the span of its lines that is one tool round (the model's streamed turn with its deltas,
+the tool run, the tool result). The output is the capture's head, that round repeated until
+the stream reaches the size asked, and the capture's tail (the final answer and the terminal
+event), so it stays a valid, successful stream with the CLI's exact framing. One round in
+BIG_EVERY, and the tail, carry a 2 MiB tool output in place of the capture's small one, so the
+stream has the multi-MiB lines real long runs have (omp and pi re-serialise the whole
+transcript in their final agent_end) while about half its bytes stay small lines and deltas.
 
-usage: gen-stream.py omp SIZE_MIB OUT
+usage: gen-stream.py DIALECT SIZE_MIB OUT
 """
-import json
+import os
 import sys
 
-SID = "01a229c0-91fa-75fa-8206-38514f5ba04a"
-RESULT = ('{"gitmoot_result":{"decision":"approved","summary":"done","findings":[],'
-          '"changes_made":[],"tests_run":[],"needs":[],"delegations":[]}}')
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# The fake provider's tool output in every capture, as it appears inside a JSON string.
+SMALL_OUTPUT = r"README.md\nmain.rs\nnotes.txt"
+BIG_OUTPUT_BYTES = 2 * 1024 * 1024
+BIG_EVERY = 1024
 
 
-def line(obj):
-    return json.dumps(obj, separators=(",", ":")) + "\n"
+def span_between(first, last):
+    """The round: from the first line containing `first` up to, not including, the next line
+    after it that contains `last`."""
+    def find(lines):
+        start = next(i for i, l in enumerate(lines) if first in l)
+        end = next(i for i, l in enumerate(lines) if i > start and last in l)
+        return start, end
+    return find
 
 
-def usage(i, o):
-    return {"input": i, "output": o, "cacheRead": 0, "cacheWrite": 0, "totalTokens": i + o,
-            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
+DIALECTS = {
+    # capture, and how to find its tool round
+    "omp": ("omp/real-tool.ndjson",
+            span_between('"type":"message_start","message":{"role":"assistant"', '"type":"turn_start"')),
+    "pi": ("pi/real-tool.ndjson",
+           span_between('"type":"message_start","message":{"role":"assistant"', '"type":"turn_start"')),
+    "claude": ("claude/real-tool-partial.ndjson",
+               span_between('"subtype":"status"', '"subtype":"status"')),
+    "codex": ("codex/real-tool.ndjson",
+              span_between('"type":"item.started"', '"type":"agent_message"')),
+    "kimi": ("kimi/real-code-tool-with-exit.ndjson",
+             span_between('"tool_calls"', '"role":"assistant","content"')),
+}
 
 
-def assistant(content, stop):
-    return {"role": "assistant", "content": content, "api": "openai-completions",
-            "provider": "anthropic", "model": "claude-sonnet-4-5", "usage": usage(17152, 42),
-            "stopReason": stop, "timestamp": 1795996817339}
+def big_output():
+    line = r"fn main() { println!(\"hello\"); }\n"
+    return (line * (BIG_OUTPUT_BYTES // len(line) + 1))[:BIG_OUTPUT_BYTES]
 
 
-def turn(n, big_tool_bytes):
-    """One tool-calling turn: deltas, the message, a tool run with a large output."""
-    words = ["Checking", " the", " module", " layout", " and", " the", " failing", " test", "."]
-    out = [line({"type": "turn_start"}),
-           line({"type": "message_start", "message": assistant([], "stop")})]
-    for i in range(400):
-        out.append(line({"type": "message_update", "assistantMessageEvent": {
-            "type": "text_delta", "contentIndex": 0, "delta": words[i % len(words)]}}))
-    call = {"type": "toolCall", "id": f"call_{n}", "name": "bash",
-            "arguments": {"command": "cat src/lib.rs"}}
-    msg = assistant([{"type": "text", "text": "Checking the module layout."}, call], "toolUse")
-    out += [line({"type": "message_end", "message": msg}),
-            line({"type": "tool_execution_start", "toolCallId": f"call_{n}", "toolName": "bash",
-                  "args": {"command": "cat src/lib.rs"}})]
-    blob = ("fn main() { println!(\"hello\"); }\n" * (big_tool_bytes // 34 + 1))[:big_tool_bytes]
-    result = {"content": [{"type": "text", "text": blob}]}
-    out += [line({"type": "tool_execution_end", "toolCallId": f"call_{n}", "toolName": "bash",
-                  "result": result, "isError": False}),
-            line({"type": "message_end", "message": {"role": "toolResult", "toolCallId": f"call_{n}",
-                  "toolName": "bash", "content": result["content"], "isError": False}}),
-            line({"type": "turn_end", "message": msg, "toolResults": []})]
-    return "".join(out)
+def inflate(lines, blob):
+    return [l.replace(SMALL_OUTPUT, blob) for l in lines]
 
 
 def main():
     dialect, size_mib, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    if dialect != "omp":
-        sys.exit(f"gen-stream: dialect {dialect!r} is not known (omp)")
+    if dialect not in DIALECTS:
+        sys.exit(f"gen-stream: unknown dialect {dialect!r} (one of {', '.join(DIALECTS)})")
+    capture, find_round = DIALECTS[dialect]
+    with open(os.path.join(ROOT, "testdata", capture)) as f:
+        lines = f.read().splitlines(keepends=True)
+    start, end = find_round(lines)
+    head, round_lines, tail = lines[:start], lines[start:end], lines[end:]
+    if not any(SMALL_OUTPUT in l for l in round_lines):
+        sys.exit(f"gen-stream: the {dialect} round carries no tool output to grow")
+    blob = big_output()
+    small_round, big_round = "".join(round_lines), "".join(inflate(round_lines, blob))
     target = size_mib * 1024 * 1024
-    big = 2 * 1024 * 1024
-    with open(path, "w") as f:
-        f.write(line({"type": "session", "version": 3, "id": SID,
-                      "timestamp": "2026-11-30T00:00:15.866Z", "cwd": "/repo"}))
-        f.write(line({"type": "agent_start"}))
+    with open(path, "w") as out:
+        out.write("".join(head))
         written, n = 0, 0
-        # Most turns carry modest tool output; every 16th a multi-MiB one.
-        while written < target - 3 * big:
-            chunk = turn(n, big if n % 16 == 15 else 8 * 1024)
-            f.write(chunk)
+        while written < target - 3 * BIG_OUTPUT_BYTES:
+            chunk = big_round if n % BIG_EVERY == BIG_EVERY - 1 else small_round
+            out.write(chunk)
             written += len(chunk)
             n += 1
-        final = assistant([{"type": "text", "text": "All checks pass.\n\n" + RESULT}], "stop")
-        f.write(line({"type": "message_end", "message": final}))
-        f.write(line({"type": "turn_end", "message": final, "toolResults": []}))
-        transcript = [{"role": "toolResult", "content": [{"type": "text", "text": "x" * big}]}, final]
-        f.write(line({"type": "agent_end", "messages": transcript, "isTerminal": True}))
+        out.write("".join(inflate(tail, blob)))
 
 
 if __name__ == "__main__":

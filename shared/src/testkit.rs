@@ -40,6 +40,17 @@ pub fn run_in(bin: &str, args: &[String], stdin: &[u8], dir: Option<&Path>) -> O
     output
 }
 
+/// The input stream of golden case `name` under `testdata/<dialect>/`.
+pub fn case(dialect: &str, name: &str) -> Vec<u8> {
+    let path = testdata().join(dialect).join(format!("{name}.ndjson"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+/// Owned command-line arguments.
+pub fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
 /// The workspace's `testdata/` directory.
 pub fn testdata() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata")

@@ -18,6 +18,8 @@ const TOOLS: &[&str] = &[
     "moot-parse-omp",
     "moot-parse-claude",
     "moot-parse-codex",
+    "moot-parse-kimi",
+    "moot-parse-pi",
 ];
 
 fn root() -> PathBuf {
@@ -61,6 +63,16 @@ impl Stubs {
         )
         .unwrap();
         fs::write(self.path(&format!("{name}.exit")), exit.to_string()).unwrap();
+        self
+    }
+
+    /// Makes `name` also print `capture`'s stderr (relative to testdata/).
+    fn with_stderr(&self, name: &str, capture: &str) -> &Self {
+        fs::copy(
+            root().join("testdata").join(capture),
+            self.path(&format!("{name}.stderr")),
+        )
+        .unwrap();
         self
     }
 
@@ -454,4 +466,110 @@ fn mock_echoes_its_response_verbatim() {
         2,
         "moot adapter (mock): MOSAIC_MOCK_RESPONSE is not set",
     );
+}
+
+#[test]
+fn pi_exit_zero_provider_failure_is_a_failure() {
+    let stubs = Stubs::new();
+    stubs.install("pi", "pi/real-error.ndjson", 0);
+    let out = adapter("pi", &stubs, &[("MOSAIC_REQUEST", "hi")]);
+    assert_failed(&out, 1, "moot-parse-pi: retry_exhausted");
+}
+
+#[test]
+fn pi_gets_its_system_prompt_and_thinking_and_resumes_after_success() {
+    let stubs = Stubs::new();
+    stubs.install("pi", "pi/real-plain.ndjson", 0);
+    let system = stubs.path("system.md");
+    fs::write(&system, "contracts").unwrap();
+    let sessions = tempfile::tempdir().unwrap();
+    let env = [
+        ("MOSAIC_REQUEST", "-starts with a dash"),
+        ("MOSAIC_PROVIDER", "fake"),
+        ("MOSAIC_MODEL", "fake-model"),
+        ("MOSAIC_THINKING", "high"),
+        ("MOSAIC_SYSTEM_PROMPT_FILE", system.to_str().unwrap()),
+        ("MOSAIC_SESSION_DIR", sessions.path().to_str().unwrap()),
+    ];
+    let first = adapter("pi", &stubs, &env);
+    assert_answered(&first, "pi/real-plain.json");
+    let argv = stubs.argv("pi").unwrap();
+    assert_eq!(
+        argv[..11],
+        [
+            "-p",
+            "--mode",
+            "json",
+            "--model",
+            "fake/fake-model",
+            "--thinking",
+            "high",
+            "--system-prompt",
+            system.to_str().unwrap(),
+            "--no-skills",
+            "--tools"
+        ]
+    );
+    // pi has no `--`: a prompt that starts with a dash is staged, never passed as a flag.
+    assert!(argv[argv.len() - 2].starts_with('@'), "{argv:?}");
+    assert!(!argv
+        .iter()
+        .any(|a| a.starts_with('-') && a.contains("dash")));
+    let second = adapter("pi", &stubs, &env);
+    assert_answered(&second, "pi/real-plain.json");
+    let argv = stubs.argv("pi").unwrap();
+    let at = argv
+        .iter()
+        .position(|a| a == "--session")
+        .expect("a resumed session");
+    assert_eq!(argv[at + 1], "01a229c1-a427-759c-97f9-02dbd48c638c");
+}
+
+#[test]
+fn kimi_reads_the_session_from_the_stream_and_resumes_it() {
+    let stubs = Stubs::new();
+    stubs
+        .install("kimi", "kimi/real-code-plain-with-exit.ndjson", 0)
+        .with_stderr("kimi", "kimi/real-code-plain-with-exit.stderr.txt");
+    let sessions = tempfile::tempdir().unwrap();
+    let env = [
+        ("MOSAIC_REQUEST", "Review the diff."),
+        ("MOSAIC_MODEL", "fake"),
+        ("MOSAIC_SESSION_DIR", sessions.path().to_str().unwrap()),
+    ];
+    let first = adapter("kimi", &stubs, &env);
+    assert_answered(&first, "kimi/real-code-plain-with-exit.json");
+    assert!(first.stderr.is_empty(), "{}", text(&first.stderr));
+    assert_eq!(
+        stubs.argv("kimi").unwrap(),
+        [
+            "--model",
+            "fake",
+            "-p",
+            "Review the diff.",
+            "--output-format",
+            "stream-json"
+        ]
+    );
+    adapter("kimi", &stubs, &env);
+    let argv = stubs.argv("kimi").unwrap();
+    assert_eq!(
+        argv[2..4],
+        ["-S", "session_304a3283-8993-44b9-a4ba-f9d97dfa927f"]
+    );
+}
+
+#[test]
+fn kimi_failure_reports_the_cli_text_verbatim() {
+    let stubs = Stubs::new();
+    stubs
+        .install("kimi", "kimi/real-code-error-with-exit.ndjson", 1)
+        .with_stderr("kimi", "kimi/real-code-error-with-exit.stderr.txt");
+    let out = adapter("kimi", &stubs, &[("MOSAIC_REQUEST", "hi")]);
+    assert_failed(
+        &out,
+        1,
+        "moot-parse-kimi: retry_exhausted: error: failed to run prompt: provider.api_error: 500",
+    );
+    assert!(!text(&out.stderr).to_lowercase().contains("authentication"));
 }

@@ -3,13 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use moot::testkit::{run, testdata};
+use moot::testkit::{case, run, testdata};
 
 const BIN: &str = env!("CARGO_BIN_EXE_moot-parse-claude");
-
-fn case(name: &str) -> Vec<u8> {
-    std::fs::read(testdata().join("claude").join(format!("{name}.ndjson"))).unwrap()
-}
 
 #[test]
 fn text_prints_only_the_answer() {
@@ -18,7 +14,11 @@ fn text_prints_only_the_answer() {
     )
     .unwrap();
     let answer = expected["run"]["answer"].as_str().unwrap();
-    let output = run(BIN, &["--text".into()], &case("real-plain-json-verbose"));
+    let output = run(
+        BIN,
+        &["--text".into()],
+        &case("claude", "real-plain-json-verbose"),
+    );
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(
         String::from_utf8(output.stdout).unwrap(),
@@ -29,7 +29,7 @@ fn text_prints_only_the_answer() {
 
 #[test]
 fn text_prints_nothing_for_a_failed_run() {
-    let output = run(BIN, &["--text".into()], &case("real-length"));
+    let output = run(BIN, &["--text".into()], &case("claude", "real-length"));
     assert_eq!(output.status.code(), Some(1));
     assert!(output.stdout.is_empty());
     let stderr = String::from_utf8(output.stderr).unwrap();
@@ -42,7 +42,11 @@ fn text_prints_nothing_for_a_failed_run() {
 
 #[test]
 fn text_does_not_require_a_gitmoot_result() {
-    let output = run(BIN, &["--text".into()], &case("no-gitmoot-result"));
+    let output = run(
+        BIN,
+        &["--text".into()],
+        &case("claude", "no-gitmoot-result"),
+    );
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(output.stdout, b"All good, nothing to change.\n");
 }

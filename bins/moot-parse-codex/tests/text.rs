@@ -3,13 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use moot::testkit::{run, testdata};
+use moot::testkit::{case, run, testdata};
 
 const BIN: &str = env!("CARGO_BIN_EXE_moot-parse-codex");
-
-fn case(name: &str) -> Vec<u8> {
-    std::fs::read(testdata().join("codex").join(format!("{name}.ndjson"))).unwrap()
-}
 
 #[test]
 fn text_prints_only_the_answer() {
@@ -17,7 +13,7 @@ fn text_prints_only_the_answer() {
         serde_json::from_slice(&std::fs::read(testdata().join("codex/real-tool.json")).unwrap())
             .unwrap();
     let answer = expected["run"]["answer"].as_str().unwrap();
-    let output = run(BIN, &["--text".into()], &case("real-tool"));
+    let output = run(BIN, &["--text".into()], &case("codex", "real-tool"));
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(
         String::from_utf8(output.stdout).unwrap(),
@@ -28,7 +24,7 @@ fn text_prints_only_the_answer() {
 
 #[test]
 fn text_prints_nothing_for_a_failed_run() {
-    let output = run(BIN, &["--text".into()], &case("real-length"));
+    let output = run(BIN, &["--text".into()], &case("codex", "real-length"));
     assert_eq!(output.status.code(), Some(1));
     assert!(output.stdout.is_empty());
     let stderr = String::from_utf8(output.stderr).unwrap();
@@ -41,7 +37,7 @@ fn text_prints_nothing_for_a_failed_run() {
 
 #[test]
 fn text_does_not_require_a_gitmoot_result() {
-    let output = run(BIN, &["--text".into()], &case("no-gitmoot-result"));
+    let output = run(BIN, &["--text".into()], &case("codex", "no-gitmoot-result"));
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(output.stdout, b"All good, nothing to change.\n");
 }

@@ -5,21 +5,13 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use moot::testkit::{run, testdata};
+use moot::testkit::{args, case, run};
 
 const BIN: &str = env!("CARGO_BIN_EXE_moot-parse-omp");
 
-fn case(name: &str) -> Vec<u8> {
-    std::fs::read(testdata().join("omp").join(format!("{name}.ndjson"))).unwrap()
-}
-
-fn args(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| s.to_string()).collect()
-}
-
 #[test]
 fn text_mode_prints_only_the_answer() {
-    let out = run(BIN, &args(&["--text"]), &case("real-plain"));
+    let out = run(BIN, &args(&["--text"]), &case("omp", "real-plain"));
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
@@ -30,14 +22,18 @@ fn text_mode_prints_only_the_answer() {
 
 #[test]
 fn text_mode_does_not_require_a_result() {
-    let out = run(BIN, &args(&["--text"]), &case("result-missing"));
+    let out = run(BIN, &args(&["--text"]), &case("omp", "result-missing"));
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(out.stdout, b"Looks good to me, nothing to flag.\n");
 }
 
 #[test]
 fn text_mode_failure_prints_nothing_and_one_line() {
-    let out = run(BIN, &args(&["--text"]), &case("real-toolloop-maxtime"));
+    let out = run(
+        BIN,
+        &args(&["--text"]),
+        &case("omp", "real-toolloop-maxtime"),
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
     assert_eq!(
@@ -48,7 +44,7 @@ fn text_mode_failure_prints_nothing_and_one_line() {
 
 #[test]
 fn multi_line_provider_errors_stay_on_one_stderr_line() {
-    let out = run(BIN, &args(&["--text"]), &case("real-error"));
+    let out = run(BIN, &args(&["--text"]), &case("omp", "real-error"));
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -59,7 +55,7 @@ fn multi_line_provider_errors_stay_on_one_stderr_line() {
 #[test]
 fn multi_mebibyte_lines_parse() {
     let blob = "x".repeat(3 * 1024 * 1024);
-    let mut stream = String::from_utf8(case("success-minimal")).unwrap();
+    let mut stream = String::from_utf8(case("omp", "success-minimal")).unwrap();
     let tool = format!(
         "{{\"type\":\"tool_execution_end\",\"toolCallId\":\"c\",\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{blob}\"}}]}}}}\n"
     );
@@ -78,7 +74,7 @@ fn multi_mebibyte_lines_parse() {
 fn a_line_over_the_ceiling_fails_closed_and_the_rest_is_still_read() {
     let mut stream = vec![b'{'; 3000];
     stream.push(b'\n');
-    stream.extend_from_slice(&case("success-minimal"));
+    stream.extend_from_slice(&case("omp", "success-minimal"));
     let out = run(BIN, &args(&["--max-line-bytes", "1000"]), &stream);
     let envelope: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(envelope["run"]["error"]["class"], "malformed_stream");
@@ -132,7 +128,7 @@ fn a_closed_stdout_keeps_the_verdict_in_the_exit_status() {
         .stdin
         .take()
         .unwrap()
-        .write_all(&case("no-agent-end"))
+        .write_all(&case("omp", "no-agent-end"))
         .unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(1));
@@ -173,13 +169,13 @@ fn session_file_is_written_only_on_success() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("session");
     let flag = args(&["--text", "--session-file", file.to_str().unwrap()]);
-    let failed = run(BIN, &flag, &case("real-error"));
+    let failed = run(BIN, &flag, &case("omp", "real-error"));
     assert_eq!(failed.status.code(), Some(1));
     assert!(
         !file.exists(),
         "a failed run must not persist its session id"
     );
-    let ok = run(BIN, &flag, &case("real-plain"));
+    let ok = run(BIN, &flag, &case("omp", "real-plain"));
     assert_eq!(ok.status.code(), Some(0));
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),

@@ -7,4 +7,5 @@ pub mod kimi;
 pub mod mock;
 pub mod omp;
 pub mod pi;
+pub mod pi_family;
 pub mod shell;

@@ -2,6 +2,7 @@
 
 pub mod argv;
 pub mod meta;
+pub mod stream;
 
 /// Kimi keeps nothing beyond the common allowlist under `moot-run --env-preset kimi`: it
 /// authenticates once with `kimi login` and reads that session from its home directory.

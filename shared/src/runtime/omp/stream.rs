@@ -1,485 +1,59 @@
 //! omp's `-p --mode=json` NDJSON stream, read into a verdict.
 //!
+//! omp is a fork of pi and writes the same event vocabulary, so the rules of seed 000 live in
+//! [`crate::runtime::pi_family`]; this module says only what is omp's own: a terminal
+//! `agent_end` is one whose `isTerminal` is not false, and under an OTEL telemetry config every
+//! `agent_end` carries a run-level usage rollup (`telemetry.usage.inputTokens/outputTokens`).
 //! omp exits 0 when a turn fails in json mode, retries provider failures on the same stream, and
-//! closes a `--max-time` trip with a clean-looking terminal `agent_end`; so success is derived
-//! from the stream alone, by the rules of seed 000 ("Exit code 0 is not success" through
-//! "Token usage"). Only five event types are read (`session`, `message_end`, `auto_retry_start`,
-//! `auto_retry_end`, `agent_end`); every other type is skipped whether or not it decodes, so new
-//! omp events keep working. A row of those five that cannot be read fails the run instead: it may
-//! have been the failure, the answer or the terminal event.
-
-use std::borrow::Cow;
+//! closes a `--max-time` trip with a clean-looking terminal `agent_end`: the stream decides.
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;
-use serde_json::error::Category;
-use serde_json::Value;
 
-use crate::envelope::{ErrorClass, Usage, UsageSource};
-use crate::parse::{Dialect, Facts, Failure, Verdict};
-use crate::sniff::{opening_type, raw_field_is, raw_type_among};
+use crate::runtime::pi_family::{self, AgentEnd, Flavor, PiFamily, Tokens, FAMILY_EVENTS};
 
-/// The event types this parser reads; a row of one of them must decode.
-const LOAD_BEARING: &[&str] = &[
-    "session",
-    "message_end",
-    "auto_retry_start",
-    "auto_retry_end",
-    "agent_end",
-];
+/// The omp dialect.
+pub type Omp = PiFamily<OmpFlavor>;
 
-/// The runtime family of an omp provider: the merge gate compares upstream families, not the
-/// omp wrapper, so a route through a native runtime's provider counts as that runtime.
+/// What omp does differently from the rest of the pi family.
+#[derive(Debug, Default)]
+pub struct OmpFlavor;
+
+/// The runtime family of an omp provider (`omp:<provider>` for a provider without a native
+/// adapter).
 pub fn family_of(provider: &str) -> String {
-    match provider {
-        "openai" | "openai-codex" => "codex".into(),
-        "anthropic" => "claude".into(),
-        "kimi-code" => "kimi".into(),
-        other => format!("omp:{other}"),
-    }
+    pi_family::family_of(OmpFlavor::RUNTIME, provider)
 }
 
-/// The omp dialect's state while the stream is read.
-#[derive(Debug, Default)]
-pub struct Omp {
-    session_id: Option<String>,
-    /// The final assistant message so far.
-    last: Option<Assistant>,
-    last_text: Option<String>,
-    saw_text: bool,
-    summed: Tokens,
-    saw_usage: bool,
-    rollup: Tokens,
-    rollups: u64,
-    agent_ends: u64,
-    last_terminal: bool,
-    /// The first failure of the current, unrecovered failure saga.
-    failure: Option<Failure>,
-    /// Set by `auto_retry_end` with `success: false`: omp's verdict on itself, never cleared.
-    gave_up: bool,
-    /// The `errorMessage` of an `auto_retry_start` still waiting for its `auto_retry_end`.
-    open_retry: Option<String>,
-}
-
-/// What the verdict needs of one assistant `message_end`.
-#[derive(Debug, Default)]
-struct Assistant {
-    text: String,
-    has_tool_call: bool,
-    stop_reason: Option<String>,
-    provider: Option<String>,
-    model: Option<String>,
-}
-
-#[derive(Debug, Default, Clone, Copy)]
-struct Tokens {
-    input: u64,
-    output: u64,
-}
-
-impl Dialect for Omp {
+impl Flavor for OmpFlavor {
     const RUNTIME: &'static str = "omp";
+    const MODE_FLAG: &'static str = "--mode=json";
+    const LOAD_BEARING: &'static [&'static str] = FAMILY_EVENTS;
+    const NOT_TERMINAL: &'static str = "omp stream ended on a non-terminal agent_end (isTerminal false): it stopped between scheduled continuations (retry, model fallback or auto-compaction)";
 
-    fn line(&mut self, line: &[u8]) -> Result<(), String> {
-        let kind = match opening_type(line).and_then(|kind| std::str::from_utf8(kind).ok()) {
-            // The hot path: most lines of a long run are message_update deltas and tool
-            // output. One whose type is not read, and that cannot be a malformed assistant
-            // message_end, is skipped without decoding, exactly as a decode would skip it.
-            Some(kind) if !LOAD_BEARING.contains(&kind) => {
-                if memchr::memmem::find(line, b"message_end\"").is_none() {
-                    return Ok(());
-                }
-                return match serde_json::from_slice::<Head>(line) {
-                    Ok(_) => Ok(()),
-                    Err(_) => unidentified(line),
-                };
-            }
-            Some(kind) => Cow::Borrowed(kind),
-            // An event is a JSON object. serde reads an array positionally into a struct, so
-            // without this `["session","x"]` would pass for a session event and
-            // `["message_end"]` for an undecodable one; an array identifies nothing.
-            None if line.trim_ascii_start().first() != Some(&b'{') => return unidentified(line),
-            None => match serde_json::from_slice::<Head>(line) {
-                Ok(Head { kind: Some(kind) }) => kind,
-                Ok(Head { kind: None }) => return Ok(()),
-                Err(_) => return unidentified(line),
-            },
-        };
-        match kind.as_ref() {
-            "session" => decode(line, "session")?.map(|row| self.session(row)),
-            "message_end" => self.message_end(line)?,
-            "auto_retry_start" => {
-                decode(line, "auto_retry_start")?.map(|row| self.retry_start(row))
-            }
-            "auto_retry_end" => decode(line, "auto_retry_end")?.map(|row| self.retry_end(row)),
-            "agent_end" => decode(line, "agent_end")?.map(|row| self.agent_end(row)),
-            _ => None,
-        };
+    type AgentEnd = OmpAgentEnd;
+
+    fn agent_end(&mut self, end: OmpAgentEnd) -> AgentEnd {
+        AgentEnd {
+            continues: end.is_terminal == Some(false),
+            rollup: end.telemetry.and_then(|t| t.usage).map(|usage| Tokens {
+                input: usage.input_tokens,
+                output: usage.output_tokens,
+            }),
+        }
+    }
+
+    /// omp writes no load-bearing event type beyond the family's.
+    fn own_event(&mut self, _kind: &str, _line: &[u8]) -> Result<(), String> {
         Ok(())
     }
-
-    fn cut_line(&self, tail: &[u8]) -> Result<(), String> {
-        match raw_type_among(tail, LOAD_BEARING) {
-            Some(kind) => Err(format!(
-                "the stream ended in the middle of an event of type {kind} (the CLI died mid-write)"
-            )),
-            None => unidentified(tail),
-        }
-    }
-
-    fn finish(self) -> Verdict {
-        let outcome = self.judge();
-        let (usage_tokens, source) = self.usage();
-        let last = self.last.unwrap_or_default();
-        Verdict {
-            facts: Facts {
-                session_id: self.session_id,
-                family: last.provider.as_deref().map(family_of),
-                provider: last.provider,
-                model: last.model,
-                stop_reason: last.stop_reason,
-                usage: Usage {
-                    input_tokens: usage_tokens.input,
-                    output_tokens: usage_tokens.output,
-                    cost_usd: None,
-                    source,
-                },
-                last_text: self.last_text,
-            },
-            outcome,
-            answer: last.text,
-        }
-    }
 }
 
-impl Omp {
-    fn session(&mut self, event: Session<'_>) {
-        if let Some(id) = event.id.filter(|id| !id.is_empty()) {
-            self.session_id = Some(id.into_owned());
-        }
-    }
-
-    /// The role decides whether the row is read at all, so it is probed first: user, developer,
-    /// custom and tool-result messages (often MiBs of tool output, with legally string content)
-    /// are then skipped without being decoded or copied.
-    fn message_end(&mut self, line: &[u8]) -> Result<Option<()>, String> {
-        let role = match serde_json::from_slice::<RoleProbe<'_>>(line) {
-            Ok(probe) => probe.message.and_then(|message| message.role),
-            Err(e) if is_syntax(&e) => return unidentified(line).map(|()| None),
-            Err(e) => return Err(drift("message_end", &e)),
-        };
-        match role.as_deref() {
-            None => Err(no_role()),
-            Some("assistant") => {
-                let event: MessageEnd<'_> =
-                    serde_json::from_slice(line).map_err(|e| drift("message_end", &e))?;
-                if let Some(message) = event.message {
-                    self.assistant(message);
-                }
-                Ok(Some(()))
-            }
-            Some(_) => Ok(None),
-        }
-    }
-
-    fn assistant(&mut self, message: Message<'_>) {
-        if let Some(usage) = &message.usage {
-            self.saw_usage = true;
-            self.summed.input = self.summed.input.saturating_add(usage.input);
-            self.summed.output = self.summed.output.saturating_add(usage.output);
-        }
-        let mut current = Assistant {
-            stop_reason: message.stop_reason.map(Cow::into_owned),
-            provider: message.provider.map(Cow::into_owned),
-            model: message.model.map(Cow::into_owned),
-            ..Assistant::default()
-        };
-        for part in message.content.unwrap_or_default() {
-            match part.kind.as_deref() {
-                Some("text") => current
-                    .text
-                    .push_str(part.text.as_deref().unwrap_or_default()),
-                Some("toolCall") => current.has_tool_call = true,
-                _ => {}
-            }
-        }
-        let has_text = !current.text.trim().is_empty();
-        match current.stop_reason.as_deref() {
-            Some(reason @ ("error" | "aborted")) => {
-                let failure = turn_failure(
-                    reason,
-                    message.error_message.as_deref(),
-                    message.error_status.as_ref(),
-                );
-                self.failure.get_or_insert(failure);
-            }
-            // Only real content recovers a failed saga; omp's own classifier treats a turn
-            // with no text and no tool call as a failure shape.
-            _ if !self.gave_up && (has_text || current.has_tool_call) => self.failure = None,
-            _ => {}
-        }
-        if has_text {
-            self.saw_text = true;
-            self.last_text = Some(current.text.clone());
-        }
-        self.last = Some(current);
-    }
-
-    fn retry_start(&mut self, event: RetryStart<'_>) {
-        self.open_retry = Some(event.error_message.map(Cow::into_owned).unwrap_or_default());
-    }
-
-    fn retry_end(&mut self, event: RetryEnd<'_>) {
-        self.open_retry = None;
-        if event.success == Some(false) {
-            self.gave_up = true;
-            // The first failure of the saga stays the cause; finalError is the cause only when
-            // nothing earlier carried one.
-            let cause = match (
-                self.failure.take(),
-                event.final_error.as_deref().map(str::trim),
-            ) {
-                (Some(earlier), _) => format!(": {}", earlier.message),
-                (None, Some(error)) if !error.is_empty() => format!(": {error}"),
-                (None, _) => " and reported no finalError".to_string(),
-            };
-            self.failure = Some(Failure::new(
-                ErrorClass::RetryExhausted,
-                format!("omp gave up retrying (auto_retry_end success false){cause}"),
-            ));
-        }
-    }
-
-    fn agent_end(&mut self, event: AgentEnd) {
-        self.agent_ends += 1;
-        self.last_terminal = event.is_terminal != Some(false);
-        if let Some(usage) = event.telemetry.and_then(|t| t.usage) {
-            self.rollups += 1;
-            self.rollup.input = self.rollup.input.saturating_add(usage.input_tokens);
-            self.rollup.output = self.rollup.output.saturating_add(usage.output_tokens);
-        }
-    }
-
-    /// The verdict, in the seed's precedence (an unreadable row, which outranks all of these,
-    /// is applied by the parse driver).
-    fn judge(&self) -> Option<Failure> {
-        if let Some(failure) = &self.failure {
-            return Some(failure.clone());
-        }
-        if self.agent_ends == 0 {
-            return Some(Failure::new(
-                ErrorClass::NoAgentEnd,
-                "omp stream ended without an agent_end event: the CLI died mid-stream or its --mode=json envelope changed",
-            ));
-        }
-        if !self.last_terminal {
-            return Some(Failure::new(
-                ErrorClass::NotTerminal,
-                "omp stream ended on a non-terminal agent_end (isTerminal false): it stopped between scheduled continuations (retry, model fallback or auto-compaction)",
-            ));
-        }
-        if let Some(error) = &self.open_retry {
-            let cause = if error.trim().is_empty() {
-                String::new()
-            } else {
-                format!(" after: {error}")
-            };
-            return Some(Failure::new(
-                ErrorClass::RetryOpen,
-                format!("omp stream ended with a retry saga still open (an auto_retry_start with no auto_retry_end){cause}"),
-            ));
-        }
-        let last = self.last.as_ref();
-        if let Some(reason @ ("toolUse" | "length")) = last.and_then(|m| m.stop_reason.as_deref()) {
-            return Some(Failure::new(
-                ErrorClass::Truncated,
-                format!("TRUNCATED: omp's final assistant message stopped on {reason:?} instead of \"stop\", so its text is not a finished answer"),
-            ));
-        }
-        let final_blank = last.is_none_or(|m| m.text.trim().is_empty());
-        if final_blank && (self.saw_text || last.is_some_and(|m| m.has_tool_call)) {
-            return Some(Failure::new(
-                ErrorClass::Truncated,
-                "TRUNCATED: omp's final assistant message carried no text (a tool call it never answered, or a turn cut short)",
-            ));
-        }
-        if final_blank {
-            return Some(Failure::new(
-                ErrorClass::EmptyAnswer,
-                "omp stream carried no assistant text",
-            ));
-        }
-        None
-    }
-
-    /// The per-message sum is a floor of what was billed; the OTEL rollup replaces it only when
-    /// every agent_end carried one and it is at least the sum on both axes.
-    fn usage(&self) -> (Tokens, UsageSource) {
-        let rollup_complete = self.rollups > 0 && self.rollups == self.agent_ends;
-        if rollup_complete
-            && self.rollup.input >= self.summed.input
-            && self.rollup.output >= self.summed.output
-        {
-            return (self.rollup, UsageSource::Telemetry);
-        }
-        let source = if self.saw_usage {
-            UsageSource::Messages
-        } else {
-            UsageSource::None
-        };
-        (self.summed, source)
-    }
-}
-
-fn turn_failure(reason: &str, message: Option<&str>, status: Option<&Value>) -> Failure {
-    let status = match status {
-        Some(Value::String(s)) => format!(", errorStatus {s}"),
-        Some(Value::Null) | None => String::new(),
-        Some(other) => format!(", errorStatus {other}"),
-    };
-    let message = match message.map(str::trim) {
-        Some(m) if !m.is_empty() => m,
-        _ => "no errorMessage reported",
-    };
-    Failure::new(
-        ErrorClass::ModelError,
-        format!("omp turn failed (stopReason {reason}{status}): {message}"),
-    )
-}
-
-/// Decodes one load-bearing row. A row that is not even JSON identifies nothing and gets the
-/// garbage rule; valid JSON of the wrong shape is drift and fails the run.
-fn decode<'a, T: Deserialize<'a>>(line: &'a [u8], kind: &str) -> Result<Option<T>, String> {
-    match serde_json::from_slice(line) {
-        Ok(row) => Ok(Some(row)),
-        Err(e) if is_syntax(&e) => unidentified(line).map(|()| None),
-        Err(e) => Err(drift(kind, &e)),
-    }
-}
-
-fn is_syntax(e: &serde_json::Error) -> bool {
-    matches!(e.classify(), Category::Syntax | Category::Eof)
-}
-
-fn drift(kind: &str, e: &serde_json::Error) -> String {
-    format!("omp stream carried an event of type {kind} that this parser could not decode (envelope drift): {e}")
-}
-
-fn no_role() -> String {
-    "omp stream carried a message_end with no role (envelope drift): the parser cannot tell whether it was the answer".into()
-}
-
-/// A line that is not a readable event at all. It is skipped, unless it still identifies itself
-/// as an assistant message_end: that row may have been the failed final turn.
-fn unidentified(line: &[u8]) -> Result<(), String> {
-    if raw_field_is(line, "type", "message_end") && raw_field_is(line, "role", "assistant") {
-        return Err("omp stream carried a MALFORMED assistant message_end (envelope drift): the final turn may be lost".into());
-    }
-    Ok(())
-}
-
-// Wire shapes: only the fields the rules read. Unknown fields are ignored; a field that is read
-// and has the wrong type fails the decode, which fails the run (fail closed).
-
-#[derive(Deserialize)]
-struct Head<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct Session<'a> {
-    /// Declared so that a row naming its type twice fails to decode instead of being guessed.
-    #[serde(rename = "type")]
-    _kind: Option<IgnoredAny>,
-    #[serde(borrow)]
-    id: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct MessageEnd<'a> {
-    /// Declared so that a row naming its type twice fails to decode instead of being guessed.
-    #[serde(rename = "type")]
-    _kind: Option<IgnoredAny>,
-    #[serde(borrow)]
-    message: Option<Message<'a>>,
-}
+// Wire shapes: only the fields the rules read.
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Message<'a> {
-    #[serde(borrow)]
-    content: Option<Vec<Part<'a>>>,
-    usage: Option<MessageUsage>,
-    #[serde(borrow)]
-    stop_reason: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    error_message: Option<Cow<'a, str>>,
-    /// A number or a string on the wire.
-    error_status: Option<Value>,
-    #[serde(borrow)]
-    provider: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    model: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct Part<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    text: Option<Cow<'a, str>>,
-}
-
-/// omp spells usage `input`/`output`, not `input_tokens`/`output_tokens`.
-#[derive(Deserialize)]
-struct MessageUsage {
-    #[serde(default)]
-    input: u64,
-    #[serde(default)]
-    output: u64,
-}
-
-#[derive(Deserialize)]
-struct RoleProbe<'a> {
-    #[serde(rename = "type")]
-    _kind: Option<IgnoredAny>,
-    #[serde(borrow)]
-    message: Option<MessageRole<'a>>,
-}
-
-#[derive(Deserialize)]
-struct MessageRole<'a> {
-    #[serde(borrow)]
-    role: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RetryStart<'a> {
-    /// Declared so that a row naming its type twice fails to decode instead of being guessed.
-    #[serde(rename = "type")]
-    _kind: Option<IgnoredAny>,
-    #[serde(rename = "attempt")]
-    _attempt: Option<u64>,
-    #[serde(borrow)]
-    error_message: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RetryEnd<'a> {
-    /// Declared so that a row naming its type twice fails to decode instead of being guessed.
-    #[serde(rename = "type")]
-    _kind: Option<IgnoredAny>,
-    success: Option<bool>,
-    #[serde(borrow)]
-    final_error: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct AgentEnd {
+pub struct OmpAgentEnd {
     /// Declared so that a row naming its type twice fails to decode instead of being guessed.
     #[serde(rename = "type")]
     _kind: Option<IgnoredAny>,

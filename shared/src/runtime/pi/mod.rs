@@ -2,6 +2,7 @@
 
 pub mod argv;
 pub mod meta;
+pub mod stream;
 
 /// The environment pi keeps under `moot-run --env-preset pi` (names pi 0.73 reads): its agent
 /// directory, and the switches that turn off its startup network operations and version check.

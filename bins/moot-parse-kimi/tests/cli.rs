@@ -1,0 +1,104 @@
+//! moot-parse-kimi as a command: `--text` (the adapter.sh contract) and `--stderr-file`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use moot::testkit::{args, case, run, run_in};
+
+const BIN: &str = env!("CARGO_BIN_EXE_moot-parse-kimi");
+
+#[test]
+fn text_prints_only_the_final_answer() {
+    let out = run(
+        BIN,
+        &args(&["--text", "--exit-code", "0"]),
+        &case("kimi", "narration-not-in-answer"),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "I ran `ls` and saw the workspace files.\n\n{\"gitmoot_result\":{\"decision\":\"approved\",\"summary\":\"listed files\",\"findings\":[],\"changes_made\":[],\"tests_run\":[\"ls\"],\"needs\":[],\"delegations\":[]}}\n"
+    );
+    assert!(out.stderr.is_empty());
+}
+
+#[test]
+fn text_never_leaks_thinking() {
+    let out = run(
+        BIN,
+        &args(&["--text"]),
+        &case("kimi", "real-thinking-with-exit"),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let answer = String::from_utf8(out.stdout).unwrap();
+    assert!(answer.starts_with("I looked at the task"), "{answer}");
+    assert!(!answer.contains("The user wants me"), "{answer}");
+}
+
+/// The legacy CLI's error is its own text, folded at 80 columns: one stderr line, unfolded,
+/// with the exit cause, and never relabelled.
+#[test]
+fn text_failure_reports_the_cli_words_on_one_line() {
+    let out = run(
+        BIN,
+        &args(&["--text", "--exit-code", "75"]),
+        &case("kimi", "real-error"),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "moot-parse-kimi: model_error: Error code: 500 - {'error': {'message': 'The server had an error while processing your request (fake)', 'type': 'server_error', 'param': None, 'code': 'server_error'}} (the process exited with status 75)\n"
+    );
+}
+
+/// A failed exit status fails a stream that looks like a finished answer.
+#[test]
+fn text_fails_a_clean_looking_stream_with_a_failed_exit() {
+    let out = run(
+        BIN,
+        &args(&["--text", "--exit-code", "1"]),
+        &case("kimi", "real-plain"),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "moot-parse-kimi: process: the process exited with status 1, although the stream looked complete\n"
+    );
+}
+
+#[test]
+fn stderr_file_gives_the_legacy_session_id() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("err.txt"),
+        "\nTo resume this session: kimi -r 22fa99bf-9ce4-4a5e-934a-4e69d64971b6\n",
+    )
+    .unwrap();
+    let out = run_in(
+        BIN,
+        &args(&["--stderr-file", "err.txt"]),
+        &case("kimi", "real-plain"),
+        Some(dir.path()),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let envelope: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        envelope["run"]["session_id"],
+        "22fa99bf-9ce4-4a5e-934a-4e69d64971b6"
+    );
+}
+
+#[test]
+fn help_shows_an_example_and_version_prints() {
+    let help = run(BIN, &args(&["--help"]), b"");
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8(help.stdout)
+        .unwrap()
+        .contains("moot-parse-kimi --exit-code $? --stderr-file err.txt < run.ndjson"));
+    let version = run(BIN, &args(&["--version"]), b"");
+    assert_eq!(
+        String::from_utf8(version.stdout).unwrap(),
+        format!("moot-parse-kimi {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}

