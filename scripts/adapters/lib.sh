@@ -33,13 +33,14 @@ moot_require_file() {
     [ -f "$2" ] && [ -r "$2" ] || moot_die 2 "$1 ($2) is not a readable file"
 }
 
-# moot_qualified_model: the model selector, provider-qualified for routing harnesses (omp, pi) when the
-# model does not name its provider itself.
-moot_qualified_model() {
+# moot_qualify_model: sets moot_model to the model selector, provider-qualified for routing
+# harnesses (omp, pi) when the model does not name its provider itself. (A variable, not a
+# command substitution: every fork shows in the adapter's overhead.)
+moot_qualify_model() {
     case ${MOSAIC_MODEL:-} in
-        '') ;;
-        */*) printf '%s' "$MOSAIC_MODEL" ;;
-        *) printf '%s' "${MOSAIC_PROVIDER:+$MOSAIC_PROVIDER/}$MOSAIC_MODEL" ;;
+        '') moot_model= ;;
+        */*) moot_model=$MOSAIC_MODEL ;;
+        *) moot_model=${MOSAIC_PROVIDER:+$MOSAIC_PROVIDER/}$MOSAIC_MODEL ;;
     esac
 }
 
@@ -78,21 +79,29 @@ moot_adapter() {
         moot_policy=${MOOT_POLICY:-read-only}
     fi
 
-    # Private scratch: the rendered argv, the stage directory, and out/ where moot-run (inside
-    # the sandbox) writes its status file.
-    moot_work=$(mktemp -d "${TMPDIR:-/tmp}/moot-adapter.XXXXXX") ||
-        moot_die 1 "cannot create a private work directory under ${TMPDIR:-/tmp}"
-    mkdir "$moot_work/out" || moot_die 1 "cannot create $moot_work/out"
+    # Private scratch (0700, files 0600): the prompt, the rendered argv, the stage directory, and
+    # out/ where moot-run writes its status file (the one place the sandbox lets it write).
+    # One mkdir creates both (it fails rather than reuse a name that exists, a planted symlink
+    # included); mktemp is the fallback when a stale directory holds this pid's name.
+    umask 077
+    moot_work=${TMPDIR:-/tmp}/moot-adapter.$$
+    mkdir "$moot_work" "$moot_work/out" 2>/dev/null || {
+        moot_work=$(mktemp -d "${TMPDIR:-/tmp}/moot-adapter.XXXXXX") && mkdir "$moot_work/out"
+    } || moot_die 1 "cannot create a private work directory under ${TMPDIR:-/tmp}"
     trap 'rm -rf "$moot_work"' EXIT
     trap 'exit 129' HUP
     trap 'exit 130' INT
     trap 'exit 143' TERM
     moot_stage=$moot_work/stage
 
+    # The prompt goes to moot-render as a file in the private directory: printf is a builtin,
+    # so this costs no process, and the text never touches argv.
+    moot_prompt >"$moot_work/prompt" || moot_die 1 "cannot write $moot_work/prompt"
     # A refusal (bad model, bad effort, ...) is one line from moot-render and exit 2.
-    moot_prompt | moot-render "$moot_runtime" --policy "$moot_policy" --stage-dir "$moot_stage" \
+    moot-render "$moot_runtime" --policy "$moot_policy" --stage-dir "$moot_stage" \
         ${MOSAIC_WORKSPACE:+--add-dir "$MOSAIC_WORKSPACE"} \
-        ${MOOT_DEADLINE:+--deadline "$MOOT_DEADLINE"} "$@" - >"$moot_work/argv" || exit
+        ${MOOT_DEADLINE:+--deadline "$MOOT_DEADLINE"} "$@" --prompt-file "$moot_work/prompt" \
+        >"$moot_work/argv" || exit
     [ -z "${moot_program:-}" ] || moot_replace_program "$moot_work/argv" "$moot_program"
 
     # A CLI that names its session or its fatal error only on stderr (kimi) has its stderr

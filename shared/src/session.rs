@@ -17,6 +17,22 @@ pub enum SessionUse {
     Last,
 }
 
+impl SessionUse {
+    /// The grammar claude and pi share: empty or `fresh:<suffix>` starts, `last` or a UUID
+    /// resumes. `None` for anything else, which the runtime refuses in its own words.
+    pub fn uuid_or_last(reference: &str) -> Option<SessionUse> {
+        if reference.is_empty() || is_fresh(reference) {
+            Some(SessionUse::Start)
+        } else if reference == LAST {
+            Some(SessionUse::Last)
+        } else if is_uuid(reference) {
+            Some(SessionUse::Resume(reference.to_string()))
+        } else {
+            None
+        }
+    }
+}
+
 /// The reference that asks for the most recent session, in the grammars that accept it.
 pub const LAST: &str = "last";
 

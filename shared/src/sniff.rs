@@ -23,8 +23,7 @@ pub fn opens_with_unread_type(line: &[u8], read: &[&str]) -> bool {
 /// the quoted `value`. Every occurrence of the key is tried; a key inside another string (its
 /// quote escaped) never matches.
 pub fn raw_field_is(raw: &[u8], field: &str, value: &str) -> bool {
-    let want = format!("\"{value}\"");
-    raw_values_of(raw, field).any(|rest| rest.starts_with(want.as_bytes()))
+    raw_values_of(raw, field).any(|rest| is_quoted(rest, value))
 }
 
 /// True when the raw bytes hold `"<field>"` as a key (followed by a colon), whatever its value.
@@ -33,31 +32,37 @@ pub fn raw_has_key(raw: &[u8], field: &str) -> bool {
 }
 
 /// The bytes after each `"<field>":` of the raw line, blanks skipped; an occurrence whose
-/// opening quote is escaped (the key text inside another string) is passed over.
-fn raw_values_of<'r>(raw: &'r [u8], field: &str) -> impl Iterator<Item = &'r [u8]> {
-    let key = format!("\"{field}\"").into_bytes();
-    let mut from = 0;
-    std::iter::from_fn(move || {
-        while let Some(found) = memchr::memmem::find(&raw[from..], &key) {
-            let at = from + found;
-            from = at + key.len();
-            if at > 0 && raw[at - 1] == b'\\' {
-                continue;
-            }
-            if let Some(rest) = skip_blanks(&raw[from..]).strip_prefix(b":") {
-                return Some(skip_blanks(rest));
-            }
+/// opening quote is escaped (the key text inside another string) is passed over. These probes
+/// run on every hot line, so they allocate nothing: the key is found by its bare name and its
+/// quotes are checked in place.
+fn raw_values_of<'r>(raw: &'r [u8], field: &'r str) -> impl Iterator<Item = &'r [u8]> {
+    let name = field.as_bytes();
+    memchr::memmem::find_iter(raw, name).filter_map(move |at| {
+        let quoted = at > 0 && raw[at - 1] == b'"' && raw.get(at + name.len()) == Some(&b'"');
+        let escaped = at > 1 && raw[at - 2] == b'\\';
+        if !quoted || escaped {
+            return None;
         }
-        None
+        skip_blanks(&raw[at + name.len() + 1..])
+            .strip_prefix(b":")
+            .map(skip_blanks)
     })
 }
 
-/// The first of `values` that the raw bytes give as their `type` anywhere (see [`raw_field_is`]).
+/// True when `rest` opens with `value` in double quotes.
+fn is_quoted(rest: &[u8], value: &str) -> bool {
+    rest.strip_prefix(b"\"")
+        .and_then(|r| r.strip_prefix(value.as_bytes()))
+        .is_some_and(|r| r.first() == Some(&b'"'))
+}
+
+/// The first of `values` that the raw bytes give as their `type` anywhere (see [`raw_field_is`]),
+/// in one pass over the line's `type` keys.
 pub fn raw_type_among<'v>(raw: &[u8], values: &[&'v str]) -> Option<&'v str> {
-    values
-        .iter()
-        .copied()
-        .find(|value| raw_field_is(raw, "type", value))
+    raw_values_of(raw, "type")
+        .filter_map(|rest| values.iter().position(|value| is_quoted(rest, value)))
+        .min()
+        .map(|i| values[i])
 }
 
 fn skip_blanks(bytes: &[u8]) -> &[u8] {

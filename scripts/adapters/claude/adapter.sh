@@ -4,7 +4,7 @@
 # --system-prompt-file; stream-json output; the session resumed from MOSAIC_SESSION_DIR and
 # stored only after a turn succeeds.
 set -u
-. "$(dirname "$0")/../lib.sh"
+case $0 in */*) . "${0%/*}/../lib.sh" ;; *) . ../lib.sh ;; esac
 moot_runtime=claude
 [ -n "${MOSAIC_THINKING:-}" ] ||
     moot_die 2 "MOSAIC_THINKING is not set: claude needs an effort (low, medium, high, xhigh, max)"

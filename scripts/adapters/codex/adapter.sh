@@ -3,7 +3,7 @@
 # MOSAIC_THINKING as the reasoning effort, the system prompt folded in front of the request
 # (codex exec has no system prompt input), the thread resumed from MOSAIC_SESSION_DIR.
 set -u
-. "$(dirname "$0")/../lib.sh"
+case $0 in */*) . "${0%/*}/../lib.sh" ;; *) . ../lib.sh ;; esac
 moot_runtime=codex
 moot_fold_system_prompt=1
 session=$(moot_saved_session codex) || session=

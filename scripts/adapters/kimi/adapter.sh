@@ -5,7 +5,7 @@
 # kimi has no reasoning-effort input. Its stderr goes to the parser, which reads the session id
 # and the CLI's own fatal error text there.
 set -u
-. "$(dirname "$0")/../lib.sh"
+case $0 in */*) . "${0%/*}/../lib.sh" ;; *) . ../lib.sh ;; esac
 moot_runtime=kimi
 moot_fold_system_prompt=1
 moot_stderr_to_parser=1

@@ -2,7 +2,7 @@
 # mock, test-only: prints MOSAIC_MOCK_RESPONSE verbatim. Never use it where a real model
 # response is required.
 set -u
-. "$(dirname "$0")/../lib.sh"
+case $0 in */*) . "${0%/*}/../lib.sh" ;; *) . ../lib.sh ;; esac
 moot_runtime=mock
 [ -n "${MOSAIC_MOCK_RESPONSE+set}" ] || moot_die 2 "MOSAIC_MOCK_RESPONSE is not set: it is the response to emit"
 MOSAIC_REQUEST=$MOSAIC_MOCK_RESPONSE

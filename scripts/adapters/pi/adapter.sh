@@ -3,16 +3,16 @@
 # --system-prompt, MOSAIC_THINKING as --thinking (omitted when unset), MOSAIC_EXTENSIONS (blank
 # separated) as -e files that must exist, and the session resumed from MOSAIC_SESSION_DIR.
 set -u
-. "$(dirname "$0")/../lib.sh"
+case $0 in */*) . "${0%/*}/../lib.sh" ;; *) . ../lib.sh ;; esac
 moot_runtime=pi
-model=$(moot_qualified_model)
+moot_qualify_model
 session=$(moot_saved_session pi) || session=
 set --
 for extension in ${MOSAIC_EXTENSIONS:-}; do
     set -- "$@" --extension "$extension"
 done
 moot_adapter pi pi "$@" \
-    ${model:+--model "$model"} \
+    ${moot_model:+--model "$moot_model"} \
     ${MOSAIC_THINKING:+--effort "$MOSAIC_THINKING"} \
     ${MOSAIC_SYSTEM_PROMPT_FILE:+--system-prompt-file "$MOSAIC_SYSTEM_PROMPT_FILE"} \
     ${session:+--session "$session"}

@@ -2,7 +2,7 @@
 # A shell command under the adapter.sh contract: MOOT_SHELL_COMMAND runs as
 # `sh -c "$MOOT_SHELL_COMMAND" gitmoot "<request>"` and its stdout is the response.
 set -u
-. "$(dirname "$0")/../lib.sh"
+case $0 in */*) . "${0%/*}/../lib.sh" ;; *) . ../lib.sh ;; esac
 moot_runtime=shell
 [ -n "${MOOT_SHELL_COMMAND:-}" ] || moot_die 2 "MOOT_SHELL_COMMAND is not set: give the command to run"
 moot_fold_system_prompt=1

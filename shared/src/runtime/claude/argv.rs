@@ -12,7 +12,7 @@
 //! resume).
 
 use crate::render::{Argv, Built, Declared, Delivery, Host, Job, Policy, Refusal};
-use crate::session::{is_fresh, is_uuid, SessionUse, LAST};
+use crate::session::SessionUse;
 
 /// Builds one claude delivery.
 pub fn build(job: &Job, host: &Host, delivery: &Delivery) -> Result<Built, Refusal> {
@@ -71,19 +71,13 @@ fn permission_mode(policy: Policy, euid: u32) -> Result<(Option<&'static str>, D
 }
 
 fn session(reference: &str) -> Result<SessionUse, Refusal> {
-    if reference.is_empty() || is_fresh(reference) {
-        Ok(SessionUse::Start)
-    } else if reference == LAST {
-        Ok(SessionUse::Last)
-    } else if is_uuid(reference) {
-        Ok(SessionUse::Resume(reference.to_string()))
-    } else {
-        Err(Refusal::new(
+    SessionUse::uuid_or_last(reference).ok_or_else(|| {
+        Refusal::new(
             "--session",
             "claude takes a session UUID, last, fresh:<suffix> or nothing",
         )
-        .value(reference))
-    }
+        .value(reference)
+    })
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 //! skills arrive in its system prompt.
 
 use crate::render::{Argv, Built, Declared, Delivery, Host, Job, Policy, Refusal};
-use crate::session::{is_fresh, is_uuid, SessionUse, LAST};
+use crate::session::SessionUse;
 
 /// pi's read-only tool set (its own "read-only mode").
 const READ_ONLY_TOOLS: &str = "read,grep,find,ls";
@@ -52,19 +52,13 @@ pub fn build(job: &Job, _host: &Host, delivery: &Delivery) -> Result<Built, Refu
 }
 
 fn session(reference: &str) -> Result<SessionUse, Refusal> {
-    if reference.is_empty() || is_fresh(reference) {
-        Ok(SessionUse::Start)
-    } else if reference == LAST {
-        Ok(SessionUse::Last)
-    } else if is_uuid(reference) {
-        Ok(SessionUse::Resume(reference.to_string()))
-    } else {
-        Err(Refusal::new(
+    SessionUse::uuid_or_last(reference).ok_or_else(|| {
+        Refusal::new(
             "--session",
             "pi takes a session UUID, last, fresh:<suffix> or nothing",
         )
-        .value(reference))
-    }
+        .value(reference)
+    })
 }
 
 #[cfg(test)]
