@@ -7,6 +7,8 @@
 - ndjson_lines: every testdata/*/*.ndjson behind the two configuration bytes check_lines reads
   (line ceiling, read size), once with a small ceiling and once in its long-line mode, and two
   long lines past the reader's chunk.
+- render: command lines (NUL-separated words) for every runtime with each kind of prompt and
+  the flags the fixture of check_render gives meaning to (its files and directories).
 - any other target starts from an empty corpus (libFuzzer builds one).
 
 Seeds are named by content hash, so re-seeding is idempotent and never touches what the fuzzer
@@ -17,6 +19,7 @@ import hashlib
 import json
 import pathlib
 import sys
+import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TESTDATA = ROOT / "testdata"
@@ -39,6 +42,45 @@ def answers():
                 yield text.encode()
 
 
+# check_render's fixture directory (fuzz/src/lib.rs), so seeds can name absolute paths in it.
+FIXTURE = pathlib.Path(tempfile.gettempdir()) / "moot-fuzz-render"
+RUNTIMES = ["omp", "kimi", "kimi-cli", "codex", "claude", "pi", "shell", "mock"]
+PROMPTS = [
+    ["--", "Fix the failing test"],
+    ["--", "-rf looks like a flag"],
+    ["--", "line one\nline 'two'\t\x01"],
+    ["--prompt-file", "small.md"],
+    ["--prompt-file", "big.md"],
+    ["--prompt-file", "latin1.md"],
+    ["--prompt-file", "empty.md"],
+    ["--prompt-file", "nul.md"],
+    ["-"],
+    ["--health"],
+]
+FLAGS = [
+    [],
+    ["--policy", "workspace-write", "--action", "implement", "--add-dir", "src"],
+    ["--policy", "read-only", "--readonly-seat", "--read-dir", "docs"],
+    ["--model", "sonnet", "--effort", "high", "--deadline", "12.5"],
+    ["--session", "last", "--system-prompt-file", "system.md", "--format", "json"],
+    ["--session", "fresh:abc", "--extension", "ext.ts", "--stream", "--format", "sh"],
+    ["--plan", "--plan-into", "opus", "--policy", "workspace-write"],
+    ["--stage-dir", f"{FIXTURE}/stage", "--policy", "workspace-write", "--add-dir", "."],
+    ["--stage-dir", f"{FIXTURE}/repo/src", "--format", "json"],
+    ["--stage-dir", f"{FIXTURE}/tmp/new", "--policy", "danger-full-access"],
+    ["MOOT_OMP_DEFAULT_MODEL=gpt-5", "MOOT_CLAUDE_DEFAULT_EFFORT=max"],
+]
+
+
+def command_lines():
+    for runtime in RUNTIMES:
+        for prompt in PROMPTS:
+            for flags in FLAGS:
+                env = [f for f in flags if f.startswith("MOOT_")]
+                rest = [f for f in flags if not f.startswith("MOOT_")]
+                yield env + [runtime] + rest + prompt
+
+
 def seeds(target):
     if target.startswith("parse_"):
         for path in streams(target[len("parse_"):]):
@@ -53,6 +95,9 @@ def seeds(target):
         # Lines past the reader's chunk, at the ceiling and one byte over it.
         yield b"\xff\x00" + b"x" * 64
         yield b"\xff\x01" + b"\xef\xbb\xbfab\r"
+    elif target == "render":
+        for words in command_lines():
+            yield "\0".join(words).encode()
 
 
 def main():

@@ -4,7 +4,12 @@
 //! A failed check panics, which libFuzzer reports as a crash and saves the input under
 //! `fuzz/artifacts/<target>/`.
 
+use std::ffi::OsStr;
+use std::fs::{self, File};
 use std::io::{self, Read};
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
 use std::sync::OnceLock;
 
 use clap::{Args, FromArgMatches};
@@ -14,7 +19,8 @@ use moot::gitmoot_result::{self, ResultError};
 use moot::ndjson::{self, Item, LineReader};
 use moot::outcome::ProcessOutcome;
 use moot::parse::{self, Dialect, ParseArgs};
-use moot::testkit;
+use moot::render::{self, Format, Host, RenderArgs, Rendering};
+use moot::{stage, testkit, worktree};
 
 /// Arbitrary bytes through the whole parse driver and one dialect, three ways:
 /// 1. as the tool runs by default (whole reads, default limits, the result required): the
@@ -221,5 +227,237 @@ impl Read for Uneven<'_> {
         into[..n].copy_from_slice(&self.data[..n]);
         self.data = &self.data[n..];
         Ok(n)
+    }
+}
+
+/// moot-render's argument validation on an arbitrary command line: the bytes split at NUL into
+/// words, leading `MOOT_*=value` words taken as the environment (as `env(1)` would), the rest
+/// parsed by the tool's own clap definition and checked by [`render::prepare`] against a fixed
+/// host (see [`RenderFixture`]). Whatever the words:
+/// - a refusal is one line without control characters and never quotes the prompt;
+/// - a rendering is the same on a second try; its argv holds no NUL; a prompt of
+///   [`stage::STAGE_THRESHOLD`] bytes or more is staged and on no argv word; a staged prompt
+///   sits outside the worktree and every writable grant; every output format round-trips to
+///   the argv (NUL-separated, JSON, and the shell line through a POSIX unquoter).
+pub fn check_render(data: &[u8]) {
+    let fixture = RenderFixture::get();
+    let raw: Vec<&[u8]> = data.split(|&b| b == 0).collect();
+    let mut words = raw.iter().copied().peekable();
+    let mut host = fixture.host.clone();
+    while let Some((name, value)) = words.peek().and_then(|w| env_assignment(w)) {
+        host.env.insert(name, value);
+        words.next();
+    }
+    let argv = std::iter::once(OsStr::new("moot-render")).chain(words.map(OsStr::from_bytes));
+    let command = RenderArgs::augment_args(clap::Command::new("moot-render"));
+    let Ok(matches) = command.try_get_matches_from(argv) else {
+        return; // clap's own usage errors; the one-line folding is unit-tested in report.rs
+    };
+    let args = RenderArgs::from_arg_matches(&matches).expect("clap's matches fit the struct");
+    if args.list || !RenderFixture::confines(&args) {
+        return;
+    }
+    let first = render::prepare(&args, &host);
+    let again = render::prepare(&args, &host);
+    assert_eq!(
+        format!("{first:?}"),
+        format!("{again:?}"),
+        "not deterministic"
+    );
+    match first {
+        Ok(rendering) => check_rendering(&rendering, &args, &host),
+        Err(refusal) => check_refusal(&refusal.to_string(), &args, &raw),
+    }
+}
+
+fn env_assignment(word: &[u8]) -> Option<(String, String)> {
+    let (name, value) = std::str::from_utf8(word).ok()?.split_once('=')?;
+    name.starts_with("MOOT_")
+        .then(|| (name.to_string(), value.to_string()))
+}
+
+fn check_refusal(line: &str, args: &RenderArgs, words: &[&[u8]]) {
+    assert!(!line.is_empty(), "an empty refusal");
+    assert!(
+        !line.chars().any(char::is_control),
+        "a refusal that is not one plain line: {line:?}"
+    );
+    // The prompt may show up only as (part of) another word given the same text.
+    let prompt = args.prompt.first().and_then(|p| p.to_str());
+    if let Some(prompt) = prompt.filter(|p| p.trim().len() >= 8) {
+        let holding = words
+            .iter()
+            .filter(|w| w.windows(prompt.len()).any(|w| w == prompt.as_bytes()))
+            .count();
+        if holding < 2 {
+            assert!(
+                !line.contains(prompt),
+                "a refusal quotes the prompt: {line:?}"
+            );
+        }
+    }
+}
+
+fn check_rendering(rendering: &Rendering, args: &RenderArgs, host: &Host) {
+    let argv = &rendering.built.argv;
+    assert!(!argv.is_empty(), "an empty argv");
+    assert!(
+        argv.iter().all(|word| !word.contains('\0')),
+        "an argv word with a NUL cannot be executed"
+    );
+    if rendering.prompt.len() >= stage::STAGE_THRESHOLD {
+        assert!(rendering.stage.is_some(), "a large prompt was not staged");
+        assert!(
+            argv.iter().all(|word| !word.contains(&rendering.prompt)),
+            "a large prompt is on argv"
+        );
+    }
+    if let Some(plan) = &rendering.stage {
+        let writable = args.job.add_dir.iter().map(|dir| host.cwd.join(dir));
+        for protected in writable.chain([host.cwd.clone()]) {
+            assert!(
+                !worktree::contains(&protected, &plan.dir),
+                "the prompt is staged inside {}",
+                protected.display()
+            );
+        }
+    }
+    let output = render::Output::of(rendering);
+    let nul = render::payload(&output, Format::Nul);
+    let words: Vec<&[u8]> = nul.split(|&b| b == 0).collect();
+    let (last, words) = words.split_last().expect("split yields at least one item");
+    assert!(last.is_empty(), "the NUL format does not end in NUL");
+    assert!(words
+        .iter()
+        .map(|w| *w)
+        .eq(argv.iter().map(String::as_bytes)));
+
+    let json: serde_json::Value = serde_json::from_slice(&render::payload(&output, Format::Json))
+        .expect("the JSON format parses");
+    assert_eq!(
+        json["argv"],
+        serde_json::json!(argv),
+        "the JSON argv differs"
+    );
+
+    let sh = String::from_utf8(render::payload(&output, Format::Sh)).expect("the sh line is UTF-8");
+    let line = sh
+        .strip_suffix('\n')
+        .expect("the sh line ends in a newline");
+    assert!(!line.contains('\n'), "the sh format is more than one line");
+    assert_eq!(
+        &sh_words(line),
+        argv,
+        "the sh line does not unquote to the argv"
+    );
+}
+
+/// Splits one line the way a POSIX shell (with `$'...'`) reads the words `render::sh_quote`
+/// writes: bare characters, `'...'`, `\x` outside quotes, and `$'...'` with `\\ \' \n \t \r
+/// \xHH`. Written separately from the quoter, so the two check each other.
+fn sh_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ' ' {
+            words.extend(word.take());
+            continue;
+        }
+        let current = word.get_or_insert_with(String::new);
+        match c {
+            '\'' => current.extend(chars.by_ref().take_while(|&c| c != '\'')),
+            '\\' => current.push(chars.next().expect("a backslash at the end of the line")),
+            '$' if chars.peek() == Some(&'\'') => {
+                chars.next();
+                let mut bytes = Vec::new();
+                while let Some(c) = chars.next() {
+                    let c = match c {
+                        '\'' => break,
+                        '\\' => match chars.next().expect("an escape at the end") {
+                            'n' => '\n',
+                            't' => '\t',
+                            'r' => '\r',
+                            'x' => {
+                                let hex: String = chars.by_ref().take(2).collect();
+                                bytes.push(u8::from_str_radix(&hex, 16).expect("two hex digits"));
+                                continue;
+                            }
+                            other => other,
+                        },
+                        c => c,
+                    };
+                    bytes.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                }
+                current.push_str(&String::from_utf8(bytes).expect("the $'...' word is UTF-8"));
+            }
+            c => current.push(c),
+        }
+    }
+    words.extend(word);
+    words
+}
+
+/// The fixed machine moot-render is fuzzed on, made once per process as
+/// `$TMPDIR/moot-fuzz-render`: `repo/` (the working directory, a git worktree with `src/`, prompts of each kind,
+/// a system prompt and an extension), `tmp/` (TMPDIR) and `stage/` (0700, for `--stage-dir`).
+/// Standard input is /dev/null, so `-` reads an empty prompt instead of waiting.
+struct RenderFixture {
+    host: Host,
+}
+
+impl RenderFixture {
+    fn get() -> &'static RenderFixture {
+        static FIXTURE: OnceLock<RenderFixture> = OnceLock::new();
+        FIXTURE.get_or_init(|| Self::make().expect("the render fixture can be made"))
+    }
+
+    fn make() -> io::Result<RenderFixture> {
+        // A fixed name, so seeds (fuzz/seed.py) can give absolute paths in it.
+        let base = std::env::temp_dir().join("moot-fuzz-render");
+        let repo = base.join("repo");
+        for dir in [".git", "src", "docs"] {
+            fs::create_dir_all(repo.join(dir))?;
+        }
+        fs::create_dir_all(base.join("tmp"))?;
+        fs::create_dir_all(base.join("stage"))?;
+        fs::set_permissions(base.join("stage"), fs::Permissions::from_mode(0o700))?;
+        let big = "Refactor the parser. ".repeat(stage::STAGE_THRESHOLD / 16);
+        let files: [(&str, &[u8]); 7] = [
+            ("small.md", b"Fix the failing test in src/lib.rs."),
+            ("big.md", big.as_bytes()),
+            ("latin1.md", b"caf\xe9"),
+            ("empty.md", b""),
+            ("nul.md", b"a\0b"),
+            ("system.md", b"You are a careful reviewer."),
+            ("ext.ts", b"export default function () {}"),
+        ];
+        for (name, bytes) in files {
+            fs::write(repo.join(name), bytes)?;
+        }
+        std::env::set_current_dir(&repo)?;
+        let null = File::open("/dev/null")?;
+        nix::unistd::dup2(null.as_raw_fd(), 0).map_err(io::Error::from)?;
+        let host = Host {
+            worktree: worktree::find(&repo),
+            cwd: repo,
+            euid: nix::unistd::geteuid().as_raw(),
+            fresh_uuid: "0b6c3f4e-8a4e-4c1b-9d2a-6f1e2d3c4b5a".to_string(),
+            tmpdir: base.join("tmp").display().to_string(),
+            stage_suffix: "f00d".to_string(),
+            env: Default::default(),
+        };
+        Ok(RenderFixture { host })
+    }
+
+    /// Whether the command line reads only inside the fixture: `--prompt-file` is opened
+    /// whatever it is (it may be a pipe), so an absolute or climbing path could block on a
+    /// device or read one without end. Other paths are only inspected (stat), never opened
+    /// unless regular files.
+    fn confines(args: &RenderArgs) -> bool {
+        args.job
+            .prompt_file
+            .as_deref()
+            .is_none_or(|file| file == "-" || !(file.starts_with('/') || file.contains("..")))
     }
 }
