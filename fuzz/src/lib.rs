@@ -234,15 +234,15 @@ impl Read for Uneven<'_> {
 /// words, leading `MOOT_*=value` words taken as the environment (as `env(1)` would), the rest
 /// parsed by the tool's own clap definition and checked by [`render::prepare`] against a fixed
 /// host (see [`RenderFixture`]). Whatever the words:
-/// - a refusal is one line without control characters and never quotes the prompt;
+/// - a refusal is one line without control characters and never quotes the prompt (see
+///   [`check_prompt_stays_out`]);
 /// - a rendering is the same on a second try; its argv holds no NUL; a prompt of
 ///   [`stage::STAGE_THRESHOLD`] bytes or more is staged and on no argv word; a staged prompt
 ///   sits outside the worktree and every writable grant; every output format round-trips to
 ///   the argv (NUL-separated, JSON, and the shell line through a POSIX unquoter).
 pub fn check_render(data: &[u8]) {
     let fixture = RenderFixture::get();
-    let raw: Vec<&[u8]> = data.split(|&b| b == 0).collect();
-    let mut words = raw.iter().copied().peekable();
+    let mut words = data.split(|&b| b == 0).peekable();
     let mut host = fixture.host.clone();
     while let Some((name, value)) = words.peek().and_then(|w| env_assignment(w)) {
         host.env.insert(name, value);
@@ -266,8 +266,9 @@ pub fn check_render(data: &[u8]) {
     );
     match first {
         Ok(rendering) => check_rendering(&rendering, &args, &host),
-        Err(refusal) => check_refusal(&refusal.to_string(), &args, &raw),
+        Err(refusal) => check_refusal(&refusal.to_string()),
     }
+    check_prompt_stays_out(&args, &host);
 }
 
 fn env_assignment(word: &[u8]) -> Option<(String, String)> {
@@ -276,25 +277,36 @@ fn env_assignment(word: &[u8]) -> Option<(String, String)> {
         .then(|| (name.to_string(), value.to_string()))
 }
 
-fn check_refusal(line: &str, args: &RenderArgs, words: &[&[u8]]) {
+fn check_refusal(line: &str) {
     assert!(!line.is_empty(), "an empty refusal");
     assert!(
         !line.chars().any(char::is_control),
         "a refusal that is not one plain line: {line:?}"
     );
-    // The prompt may show up only as (part of) another word given the same text.
-    let prompt = args.prompt.first().and_then(|p| p.to_str());
-    if let Some(prompt) = prompt.filter(|p| p.trim().len() >= 8) {
-        let holding = words
-            .iter()
-            .filter(|w| w.windows(prompt.len()).any(|w| w == prompt.as_bytes()))
-            .count();
-        if holding < 2 {
-            assert!(
-                !line.contains(prompt),
-                "a refusal quotes the prompt: {line:?}"
-            );
-        }
+}
+
+/// A prompt text no flag, runtime name or message can hold by chance.
+const CANARY: &str = "canary-3f9c1e-prompt-text";
+
+/// No refusal quotes the prompt: the same command line with a canary in place of every prompt
+/// argument (or the canary file as `--prompt-file`) is refused, if at all, without the canary.
+/// (Checking the fuzzer's own prompt would flag coincidences: a prompt `kimi-cli` is in the
+/// list of runtimes an unknown one is refused with.)
+fn check_prompt_stays_out(args: &RenderArgs, host: &Host) {
+    let mut canary = args.clone();
+    if !canary.prompt.is_empty() {
+        canary.prompt.fill(CANARY.into());
+    } else if canary.job.prompt_file.is_some() {
+        canary.job.prompt_file = Some(RenderFixture::CANARY_FILE.to_string());
+    } else {
+        return;
+    }
+    if let Err(refusal) = render::prepare(&canary, host) {
+        let line = refusal.to_string();
+        assert!(
+            !line.contains(CANARY),
+            "a refusal quotes the prompt: {line:?}"
+        );
     }
 }
 
@@ -407,6 +419,9 @@ struct RenderFixture {
 }
 
 impl RenderFixture {
+    /// A prompt file holding [`CANARY`].
+    const CANARY_FILE: &'static str = "canary.md";
+
     fn get() -> &'static RenderFixture {
         static FIXTURE: OnceLock<RenderFixture> = OnceLock::new();
         FIXTURE.get_or_init(|| Self::make().expect("the render fixture can be made"))
@@ -423,7 +438,8 @@ impl RenderFixture {
         fs::create_dir_all(base.join("stage"))?;
         fs::set_permissions(base.join("stage"), fs::Permissions::from_mode(0o700))?;
         let big = "Refactor the parser. ".repeat(stage::STAGE_THRESHOLD / 16);
-        let files: [(&str, &[u8]); 7] = [
+        let files: [(&str, &[u8]); 8] = [
+            (Self::CANARY_FILE, CANARY.as_bytes()),
             ("small.md", b"Fix the failing test in src/lib.rs."),
             ("big.md", big.as_bytes()),
             ("latin1.md", b"caf\xe9"),
