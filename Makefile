@@ -6,14 +6,20 @@ TOOLS += moot-parse-claude moot-parse-codex
 TOOLS += moot-render
 TOOLS += moot-run moot-sandbox
 TOOLS += moot-parse-kimi moot-parse-pi
-RELEASE := target/release
+# Release binaries are linked statically (glibc's crt-static): no dynamic loader at start-up,
+# which a pipeline pays three times per job (BENCHMARKS.md measures both).
+# crt-static needs an explicit --target, or it would also apply to proc-macros, which cannot
+# be static; so the binaries land in target/<host>/release.
+HOST := $(shell rustc -vV | sed -n 's/^host: //p')
+RELEASE := target/$(HOST)/release
 
 .PHONY: all build test lint demo bench install man clean
 
 all: build
 
 build:
-	$(CARGO) build --release --locked
+	RUSTFLAGS="$(RUSTFLAGS) -C target-feature=+crt-static" \
+		$(CARGO) build --release --locked --target $(HOST)
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -23,11 +29,11 @@ test: lint
 	$(CARGO) test --locked --workspace
 
 demo: build
-	sh scripts/demo.sh
+	MOOT_BIN=$(RELEASE) sh scripts/demo.sh
 
 # Benchmarks are never timed tests: this prints medians and ratios measured in one run.
 bench: build
-	python3 scripts/bench/bench.py
+	python3 scripts/bench/bench.py --bin $(RELEASE)
 
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7

@@ -3,7 +3,8 @@
 # moot-parse-omp and show the verdict an orchestrator would act on.
 set -u
 cd "$(dirname "$0")/.."
-bin=target/release
+# Where `make build` puts the release binaries (see the Makefile), unless MOOT_BIN says.
+bin=${MOOT_BIN:-target/$(rustc -vV | sed -n 's/^host: //p')/release}
 [ -x "$bin/moot-parse-omp" ] || { echo "demo: $bin/moot-parse-omp is missing; run 'make build' first" >&2; exit 1; }
 
 # replay TITLE CAPTURE [FLAGS...]: one captured stream through the parser.

@@ -128,12 +128,19 @@ def staging(bin_dir, reps, scratch):
     return per_run(cmd, reps), inline
 
 
+def release_dir():
+    """Where `make build` puts the static release binaries: target/<host>/release."""
+    info = subprocess.run(["rustc", "-vV"], capture_output=True, text=True, check=True).stdout
+    host = re.search(r"^host: (\S+)", info, re.M).group(1)
+    return os.path.join(ROOT, "target", host, "release")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--sizes", default="100,1024")
     ap.add_argument("--data", default=os.path.join(ROOT, "bench-data"))
-    ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release"))
+    ap.add_argument("--bin", default=release_dir())
     args = ap.parse_args()
     os.makedirs(args.data, exist_ok=True)
     sizes = [int(s) for s in args.sizes.split(",")]
