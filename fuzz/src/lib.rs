@@ -339,10 +339,10 @@ fn check_rendering(rendering: &Rendering, args: &RenderArgs, host: &Host) {
     let words: Vec<&[u8]> = nul.split(|&b| b == 0).collect();
     let (last, words) = words.split_last().expect("split yields at least one item");
     assert!(last.is_empty(), "the NUL format does not end in NUL");
-    assert!(words
-        .iter()
-        .map(|w| *w)
-        .eq(argv.iter().map(String::as_bytes)));
+    assert!(
+        words.iter().copied().eq(argv.iter().map(String::as_bytes)),
+        "the NUL format differs from the argv"
+    );
 
     let json: serde_json::Value = serde_json::from_slice(&render::payload(&output, Format::Json))
         .expect("the JSON format parses");
