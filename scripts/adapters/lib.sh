@@ -88,7 +88,9 @@ moot_adapter() {
     mkdir "$moot_work" "$moot_work/out" 2>/dev/null || {
         moot_work=$(mktemp -d "${TMPDIR:-/tmp}/moot-adapter.XXXXXX") && mkdir "$moot_work/out"
     } || moot_die 1 "cannot create a private work directory under ${TMPDIR:-/tmp}"
-    trap 'rm -rf "$moot_work"' EXIT
+    # The parser removes it once the run is read (--cleanup below): an rm is a process, and
+    # processes are most of the adapter's cost. This is for every other way out.
+    trap '[ ! -d "$moot_work" ] || rm -rf "$moot_work"' EXIT
     trap 'exit 129' HUP
     trap 'exit 130' INT
     trap 'exit 143' TERM
@@ -133,7 +135,7 @@ moot_adapter() {
     [ -n "${MOSAIC_SESSION_DIR:-}" ] && moot_session_file=$MOSAIC_SESSION_DIR/$moot_runtime.session
     "$@" <"$moot_work/argv" |
         moot-parse-"$moot_parser" --text --status-file "$moot_work/out/status" \
-            ${moot_stderr:+--stderr-file "$moot_stderr"} \
+            --cleanup "$moot_work" ${moot_stderr:+--stderr-file "$moot_stderr"} \
             ${moot_session_file:+--session-file "$moot_session_file"}
 }
 

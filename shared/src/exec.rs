@@ -35,13 +35,13 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::{access, getpid, getppid, AccessFlags, Pid};
 
-use crate::atomic_file;
 use crate::env_preset::{self, Pattern};
 use crate::outcome::{
     signal_exit_code, signal_name, ProcessOutcome, EXIT_CANNOT_INVOKE, EXIT_NOT_FOUND,
     EXIT_RUNNER_FAILED, EXIT_TIMED_OUT,
 };
 use crate::report;
+use crate::{atomic_file, cleanup};
 
 /// The signals moot-run passes on to the command's group (and then ends it after the grace).
 const FORWARDED: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
@@ -119,7 +119,7 @@ fn positive_seconds(text: &str) -> Result<Duration, String> {
 pub fn run(tool: &str, args: &RunArgs) -> ExitCode {
     let mut record = Record::default();
     // Only directories that passed the check are ever removed.
-    let removable: &[PathBuf] = match check_cleanup_dirs(&args.cleanup) {
+    let removable: &[PathBuf] = match cleanup::check(&args.cleanup) {
         Ok(()) => {
             if let Err(failure) = execute(tool, args, &mut record) {
                 report::print_error(tool, &failure.error);
@@ -133,7 +133,7 @@ pub fn run(tool: &str, args: &RunArgs) -> ExitCode {
         }
     };
     for dir in removable {
-        if let Err(error) = remove_dir(dir) {
+        if let Err(error) = cleanup::remove(dir) {
             report::print_error(tool, &error);
             record.ending = Ending::RunnerFailed;
         }
@@ -502,38 +502,6 @@ fn open_private(path: Option<&Path>, flag: &str) -> Result<Option<File>, Failure
         .with_context(|| format!("{flag} ({})", path.display()))
         .map_err(Failure::runner)?;
     Ok(Some(file))
-}
-
-/// A `--cleanup` directory must be a real directory, and never `/`: it is removed recursively.
-/// One that does not exist is fine: moot-render creates its stage directory only when a prompt
-/// is large enough to stage, so a caller names it either way.
-fn check_cleanup_dirs(dirs: &[PathBuf]) -> anyhow::Result<()> {
-    for dir in dirs {
-        let meta = match fs::symlink_metadata(dir) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            other => other.with_context(|| format!("--cleanup ({})", dir.display()))?,
-        };
-        if !meta.is_dir() {
-            anyhow::bail!(
-                "--cleanup ({}): not a directory (a file or symlink is never removed)",
-                dir.display()
-            );
-        }
-        if fs::canonicalize(dir).is_ok_and(|real| real == Path::new("/")) {
-            anyhow::bail!("--cleanup ({}): refusing to remove /", dir.display());
-        }
-    }
-    Ok(())
-}
-
-/// Removes a `--cleanup` directory; one already gone (the command removed it) is fine.
-fn remove_dir(dir: &Path) -> anyhow::Result<()> {
-    match fs::remove_dir_all(dir) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => {
-            Err(e).with_context(|| format!("cannot remove --cleanup directory ({})", dir.display()))
-        }
-        _ => Ok(()),
-    }
 }
 
 /// Writes the status file atomically: a temporary file in the same directory, renamed over it,

@@ -4,6 +4,7 @@
 //! lives only under [`runtime`], one module per runtime.
 
 pub mod atomic_file;
+pub mod cleanup;
 pub mod env_preset;
 pub mod envelope;
 pub mod exec;

@@ -17,18 +17,19 @@ use nix::fcntl::{fcntl, FcntlArg};
 use nix::sys::stat::SFlag;
 use serde_json::Value;
 
-use crate::atomic_file;
 use crate::envelope::{Envelope, ErrorClass, Run, RunError, Usage};
 use crate::gitmoot_result::{self, ResultError};
 use crate::ndjson::{self, Item, LineReader};
 use crate::outcome::{Bearing, ProcessOutcome};
-use crate::report::one_line;
+use crate::report::{self, one_line};
+use crate::{atomic_file, cleanup};
 
 /// Exit status of a run that succeeded.
 pub const EXIT_OK: u8 = 0;
 /// Exit status of a run (or its result) that failed.
 pub const EXIT_RUN_FAILED: u8 = 1;
-/// Exit status of a usage or I/O error: bad flags, unreadable stdin, unwritable stdout.
+/// Exit status of a usage or I/O error: bad flags, unreadable stdin, unwritable stdout, a
+/// `--cleanup` directory left behind.
 pub const EXIT_USAGE: u8 = 2;
 
 /// What a runtime's stream says, line by line.
@@ -119,6 +120,12 @@ pub struct ParseArgs {
     /// can resume it; a failed or interrupted run never persists a reusable session id.
     #[arg(long, value_name = "FILE")]
     pub session_file: Option<PathBuf>,
+
+    /// Remove DIR and everything in it once stdin has ended and the verdict is out (the
+    /// caller's scratch directory, status file included); repeatable. One that does not exist
+    /// is fine; one that is not a directory, or cannot be removed, exits 2.
+    #[arg(long, value_name = "DIR")]
+    pub cleanup: Vec<PathBuf>,
 }
 
 /// The part of every parser's `--help` that is the same for all: the envelope, the error
@@ -156,7 +163,8 @@ fn widen_pipe(stdin: &impl AsFd) {
     }
 }
 
-/// Runs a parser binary: reads stdin, prints the envelope or the answer, returns the status.
+/// Runs a parser binary: reads stdin, prints the envelope or the answer, removes the
+/// `--cleanup` directories, returns the status.
 pub fn run_parser<D: Dialect>(
     tool: &str,
     dialect: D,
@@ -164,7 +172,30 @@ pub fn run_parser<D: Dialect>(
 ) -> anyhow::Result<ExitCode> {
     let stdin = io::stdin().lock();
     widen_pipe(&stdin);
-    let mut parsed = parse(dialect, stdin, args)?;
+    let parsed = parse(dialect, stdin, args)?;
+    // Only now, with stdin ended, is the writer done with the directories (an error reading
+    // stdin leaves them to the caller). They go however the verdict is delivered.
+    let delivered = deliver(tool, parsed, args);
+    let cleaned = clean_up(tool, &args.cleanup);
+    match delivered {
+        Ok(_) if !cleaned => Ok(ExitCode::from(EXIT_USAGE)),
+        other => other,
+    }
+}
+
+/// Removes the `--cleanup` directories; at the first that cannot be, prints one line and
+/// returns false.
+fn clean_up(tool: &str, dirs: &[PathBuf]) -> bool {
+    let removed =
+        cleanup::check(dirs).and_then(|()| dirs.iter().try_for_each(|d| cleanup::remove(d)));
+    if let Err(error) = &removed {
+        report::print_error(tool, error);
+    }
+    removed.is_ok()
+}
+
+/// Folds in the process outcome, writes the session file and prints the verdict.
+fn deliver(tool: &str, mut parsed: Parsed, args: &ParseArgs) -> anyhow::Result<ExitCode> {
     match (&args.status_file, args.exit_code) {
         (Some(path), _) => match ProcessOutcome::read(path) {
             Ok(outcome) => parsed.fold_process(outcome),

@@ -209,3 +209,68 @@ fn widens_the_pipe_it_reads() {
     let size = fcntl(kept.as_raw_fd(), FcntlArg::F_GETPIPE_SZ).unwrap();
     assert_eq!(size, 1024 * 1024);
 }
+
+/// The adapter's scratch directory, as a pipeline leaves it: moot-run's status file inside.
+fn scratch_with_status() -> (tempfile::TempDir, std::path::PathBuf) {
+    let parent = tempfile::tempdir().unwrap();
+    let scratch = parent.path().join("work");
+    std::fs::create_dir_all(scratch.join("out")).unwrap();
+    std::fs::write(
+        scratch.join("out/status"),
+        std::fs::read(moot::testkit::testdata().join("omp/status-clean.status")).unwrap(),
+    )
+    .unwrap();
+    (parent, scratch)
+}
+
+#[test]
+fn cleanup_removes_the_scratch_directory_after_reading_the_status_file() {
+    let (_parent, scratch) = scratch_with_status();
+    let status = scratch.join("out/status");
+    let flags = [
+        "--text",
+        "--status-file",
+        status.to_str().unwrap(),
+        "--cleanup",
+        scratch.to_str().unwrap(),
+    ];
+    let out = run(BIN, &args(&flags), &case("omp", "real-plain"));
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(out.stdout.starts_with(b"I looked at the task"));
+    assert!(!scratch.exists(), "the scratch directory is still there");
+}
+
+#[test]
+fn cleanup_of_a_directory_that_does_not_exist_is_fine() {
+    let parent = tempfile::tempdir().unwrap();
+    let gone = parent.path().join("never-made");
+    let flags = ["--cleanup", gone.to_str().unwrap()];
+    let out = run(BIN, &args(&flags), &case("omp", "real-plain"));
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stderr.is_empty());
+}
+
+/// The verdict is still printed; the status says the scratch is left behind; a symlink is
+/// never followed into what it names.
+#[test]
+fn cleanup_refuses_a_symlink_after_printing_the_verdict() {
+    let (parent, scratch) = scratch_with_status();
+    let link = parent.path().join("link");
+    std::os::unix::fs::symlink(&scratch, &link).unwrap();
+    let out = run(
+        BIN,
+        &args(&["--cleanup", link.to_str().unwrap()]),
+        &case("omp", "real-plain"),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let envelope: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(envelope["run"]["ok"], true);
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        format!(
+            "moot-parse-omp: --cleanup ({}): not a directory (a file or symlink is never removed)\n",
+            link.display()
+        )
+    );
+    assert!(scratch.join("out/status").exists());
+}
