@@ -75,8 +75,9 @@ def longest_line(path):
     return longest
 
 
-def startup(bin_dir, reps):
-    """Mean per-run wall time of many runs, so the spawn cost dominates the noise."""
+def startup(bin_dir, reps, dynamic_dir=None):
+    """Mean per-run wall time of many runs, so the spawn cost dominates the noise; with
+    dynamic_dir, `--version` of that (dynamically linked) build too, measured alongside."""
     tiny = os.path.join(ROOT, "testdata", "omp", "success-minimal.ndjson")
     runs = []
     baseline = per_run("/bin/true", reps)
@@ -86,7 +87,9 @@ def startup(bin_dir, reps):
             continue
         version = per_run(f"{path} --version", reps)
         tiny_input = per_run(f"{path} < {tiny}", reps) if tool.startswith("moot-parse") else None
-        runs.append((tool, version, tiny_input))
+        dynamic = os.path.join(dynamic_dir, tool) if dynamic_dir else None
+        dynamic_version = per_run(f"{dynamic} --version", reps) if dynamic else None
+        runs.append((tool, version, tiny_input, dynamic_version))
     return baseline, runs
 
 
@@ -141,6 +144,9 @@ def main():
     ap.add_argument("--sizes", default="100,1024")
     ap.add_argument("--data", default=os.path.join(ROOT, "bench-data"))
     ap.add_argument("--bin", default=release_dir())
+    ap.add_argument("--dynamic", metavar="DIR",
+                    help="also time --version of a dynamically linked build in DIR "
+                         "(cargo build --release puts one in target/release)")
     args = ap.parse_args()
     os.makedirs(args.data, exist_ok=True)
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -195,16 +201,19 @@ def main():
     print(f"| `moot-render omp`, 5 MiB prompt staged (0600 file, 0700 dir) | {staged * 1000:.2f} ms | "
           f"{(staged - inline) * 1000:+.2f} ms over the short prompt |")
 
-    baseline, runs = startup(args.bin, 200)
+    baseline, runs = startup(args.bin, 200, args.dynamic)
     print("\n## Start-up (mean of 200 runs)\n")
     print(f"`/bin/true`: {baseline * 1000:.2f} ms\n")
-    print("| tool | `--version` | over /bin/true | tiny input | over /bin/true |")
-    print("|---|---|---|---|---|")
-    for tool, version, tiny in runs:
+    dynamic_head = (" | `--version`, dynamic build | over /bin/true", "|---|---") if args.dynamic else ("", "")
+    print(f"| tool | `--version` | over /bin/true | tiny input | over /bin/true{dynamic_head[0]} |")
+    print(f"|---|---|---|---|---{dynamic_head[1]}|")
+    for tool, version, tiny, dynamic in runs:
         tiny_cells = (f"{tiny * 1000:.2f} ms | {(tiny - baseline) * 1000:+.2f} ms"
                       if tiny is not None else "n/a | n/a")
+        dynamic_cells = (f" | {dynamic * 1000:.2f} ms | {(dynamic - baseline) * 1000:+.2f} ms"
+                         if dynamic is not None else "")
         print(f"| {tool} | {version * 1000:.2f} ms | {(version - baseline) * 1000:+.2f} ms | "
-              f"{tiny_cells} |")
+              f"{tiny_cells}{dynamic_cells} |")
 
 
 if __name__ == "__main__":
