@@ -51,6 +51,8 @@ const WORK_ITEMS: &[&str] = &[
 
 const FAMILY: &str = "codex";
 
+const NO_ITEM_TYPE: &str = "codex stream carried an item.completed with no item type (envelope drift): the parser cannot tell whether it was the answer";
+
 /// How codex words a transient error it is retrying ("Reconnecting... 1/5 (...)").
 const RECONNECTING: &str = "Reconnecting";
 
@@ -98,20 +100,17 @@ impl Dialect for Codex {
         if is_skippable_at_a_glance(line) {
             return Ok(());
         }
-        let kind = match serde_json::from_slice::<Head<'_>>(line) {
-            Ok(head) => head.kind,
-            Err(_) => return unidentified(line),
+        // One decode reads every field any row type needs, so a multi-MiB command output is
+        // scanned once. A row it cannot read (a field another type reads holds anything here,
+        // a duplicate key) is read again type by type: that reading is the one that decides.
+        let row = match serde_json::from_slice::<Row<'_>>(line) {
+            Ok(row) => row,
+            Err(_) => match read_by_type(line)? {
+                Some(row) => row,
+                None => return Ok(()),
+            },
         };
-        match kind.as_deref() {
-            Some("thread.started") => self.thread_started(decode(line, "thread.started")?),
-            Some("turn.started") => self.turn_started(),
-            Some("turn.completed") => self.turn_completed(decode(line, "turn.completed")?),
-            Some("turn.failed") => self.turn_failed(decode(line, "turn.failed")?),
-            Some("item.completed") => self.item_completed(line)?,
-            Some("error") => self.error(decode(line, "error")?),
-            _ => {}
-        }
-        Ok(())
+        self.row(row)
     }
 
     fn cut_line(&self, tail: &[u8]) -> Result<(), String> {
@@ -152,8 +151,21 @@ impl Dialect for Codex {
 }
 
 impl Codex {
-    fn thread_started(&mut self, row: ThreadStarted<'_>) {
-        if let Some(id) = row.thread_id.filter(|id| !id.is_empty()) {
+    fn row(&mut self, row: Row<'_>) -> Result<(), String> {
+        match row.kind.as_deref() {
+            Some("thread.started") => self.thread_started(row.thread_id),
+            Some("turn.started") => self.turn_started(),
+            Some("turn.completed") => self.turn_completed(row.usage),
+            Some("turn.failed") => self.turn_failed(row.error),
+            Some("item.completed") => self.item_completed(row.item)?,
+            Some("error") => self.error(row.message),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn thread_started(&mut self, thread_id: Option<Cow<'_, str>>) {
+        if let Some(id) = thread_id.filter(|id| !id.is_empty()) {
             self.thread_id = Some(id.into_owned());
         }
     }
@@ -167,13 +179,13 @@ impl Codex {
         self.open_reconnect = None;
     }
 
-    fn turn_completed(&mut self, row: TurnCompleted) {
+    fn turn_completed(&mut self, usage: Option<TurnUsage>) {
         self.turn = Turn::Completed;
         self.error = None;
         self.open_reconnect = None;
         // The figure is the thread's running total (codex reports `usage.total`), so the last
         // one is the run's.
-        if let Some(usage) = row.usage {
+        if let Some(usage) = usage {
             self.tokens = Some(Tokens {
                 input: usage.input_tokens,
                 output: usage.output_tokens,
@@ -181,9 +193,8 @@ impl Codex {
         }
     }
 
-    fn turn_failed(&mut self, row: TurnFailed<'_>) {
-        let message = row
-            .error
+    fn turn_failed(&mut self, error: Option<ErrorRow<'_>>) {
+        let message = error
             .and_then(|e| e.message)
             .map(|m| m.trim().to_string())
             .filter(|m| !m.is_empty())
@@ -193,8 +204,8 @@ impl Codex {
         self.open_reconnect = None;
     }
 
-    fn error(&mut self, row: ErrorRow<'_>) {
-        let message = row.message.as_deref().map(str::trim).unwrap_or_default();
+    fn error(&mut self, message: Option<Cow<'_, str>>) {
+        let message = message.as_deref().map(str::trim).unwrap_or_default();
         let message = if message.is_empty() {
             "an error row with no message".to_string()
         } else {
@@ -209,14 +220,17 @@ impl Codex {
         }
     }
 
-    fn item_completed(&mut self, line: &[u8]) -> Result<(), String> {
-        let row: ItemCompleted<'_> = decode(line, "item.completed")?;
-        let Some(kind) = row.item.and_then(|item| item.kind) else {
-            return Err("codex stream carried an item.completed with no item type (envelope drift): the parser cannot tell whether it was the answer".into());
+    fn item_completed(&mut self, item: Option<Item<'_>>) -> Result<(), String> {
+        let Some(Item {
+            kind: Some(kind),
+            text,
+        }) = item
+        else {
+            return Err(NO_ITEM_TYPE.into());
         };
         match kind.as_ref() {
             "agent_message" => {
-                let text = item_text(line, "agent_message")?;
+                let text = item_text(text, "agent_message")?;
                 if !text.trim().is_empty() {
                     self.last_text = Some(text.clone());
                 }
@@ -225,7 +239,7 @@ impl Codex {
                 self.open_reconnect = None;
             }
             "plan" => {
-                self.plan = Some(item_text(line, "plan")?);
+                self.plan = Some(item_text(text, "plan")?);
                 if self.message.is_none() {
                     self.work_after_answer = None;
                 }
@@ -326,14 +340,55 @@ impl Codex {
 }
 
 /// The `text` of an answer item: it must be there, or the row is drift.
-fn item_text(line: &[u8], kind: &str) -> Result<String, String> {
-    let row: ItemText<'_> = decode(line, kind)?;
-    match row.item.text {
-        Some(text) => Ok(text.into_owned()),
-        None => Err(format!(
+fn item_text(text: Option<Cow<'_, str>>, kind: &str) -> Result<String, String> {
+    text.map(Cow::into_owned).ok_or_else(|| {
+        format!(
             "codex stream carried an item of type {kind} with no text (envelope drift): the answer may be lost"
-        )),
+        )
+    })
+}
+
+/// The row read the strict way, type by type: only the fields its own type reads are decoded,
+/// so a field that another type reads may hold anything. `None` for a line that is no row.
+fn read_by_type(line: &[u8]) -> Result<Option<Row<'_>>, String> {
+    let Ok(head) = serde_json::from_slice::<Head<'_>>(line) else {
+        return unidentified(line).map(|()| None);
+    };
+    let mut row = Row {
+        kind: head.kind,
+        ..Row::default()
+    };
+    match row.kind.as_deref() {
+        Some("thread.started") => {
+            row.thread_id = decode::<ThreadStarted>(line, "thread.started")?.thread_id
+        }
+        Some("turn.completed") => {
+            row.usage = decode::<TurnCompleted>(line, "turn.completed")?.usage
+        }
+        Some("turn.failed") => row.error = decode::<TurnFailed>(line, "turn.failed")?.error,
+        Some("error") => row.message = decode::<ErrorRow>(line, "error")?.message,
+        Some("item.completed") => row.item = read_item_by_type(line)?,
+        _ => {}
     }
+    Ok(Some(row))
+}
+
+/// An `item.completed` item: its type, then its text only for the types whose text is read.
+fn read_item_by_type(line: &[u8]) -> Result<Option<Item<'_>>, String> {
+    let Some(kind) = decode::<ItemCompleted>(line, "item.completed")?
+        .item
+        .and_then(|item| item.kind)
+    else {
+        return Ok(None);
+    };
+    let text = match kind.as_ref() {
+        "agent_message" | "plan" => decode::<ItemText>(line, &kind)?.item.text,
+        _ => None,
+    };
+    Ok(Some(Item {
+        kind: Some(kind),
+        text,
+    }))
 }
 
 fn decode<'a, T: Deserialize<'a>>(line: &'a [u8], kind: &str) -> Result<T, String> {
@@ -361,6 +416,30 @@ fn is_skippable_at_a_glance(line: &[u8]) -> bool {
 
 // Wire shapes: only the fields the rules read. Unknown fields are ignored; a field that is read
 // and has the wrong type fails the decode, which fails the run (fail closed).
+
+/// Every field that any read row type reads, decoded in one pass.
+#[derive(Default, Deserialize)]
+struct Row<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    thread_id: Option<Cow<'a, str>>,
+    usage: Option<TurnUsage>,
+    #[serde(borrow)]
+    error: Option<ErrorRow<'a>>,
+    #[serde(borrow)]
+    message: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    item: Option<Item<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Item<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    text: Option<Cow<'a, str>>,
+}
 
 #[derive(Deserialize)]
 struct Head<'a> {
