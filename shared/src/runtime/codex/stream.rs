@@ -508,6 +508,62 @@ struct ItemTextOnly<'a> {
 mod tests {
     use super::*;
 
+    /// The state one row leaves a fresh reader in, and what reading it returned.
+    fn effect(row: Row<'_>) -> String {
+        let mut codex = Codex::default();
+        let result = codex.row(row);
+        format!("{result:?} {codex:?}")
+    }
+
+    /// The one-pass decode is only a shortcut: wherever it succeeds, the row must have the
+    /// effect the type-by-type reading gives it. Every line of every codex case, and each with
+    /// a field that some row type reads put in front in an odd shape, is read both ways.
+    #[test]
+    fn one_decode_reads_every_row_as_the_strict_reading_does() {
+        const FIELDS: &[&str] = &["type", "thread_id", "usage", "error", "message", "item"];
+        const VALUES: &[&str] = &[
+            "null",
+            "7",
+            r#""text""#,
+            "{}",
+            "[]",
+            r#"{"type":"agent_message","text":"t"}"#,
+            r#"{"type":"command_execution"}"#,
+            r#"{"message":"m"}"#,
+            r#"{"input_tokens":1,"output_tokens":2}"#,
+        ];
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/codex");
+        let mut compared = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|ext| ext != "ndjson") {
+                continue;
+            }
+            for line in std::fs::read(&path).unwrap().split(|&b| b == b'\n') {
+                let Some(rest) = line.strip_prefix(b"{") else {
+                    continue;
+                };
+                let mut variants = vec![line.to_vec()];
+                for field in FIELDS {
+                    for value in VALUES {
+                        variants
+                            .push([format!(r#"{{"{field}":{value},"#).as_bytes(), rest].concat());
+                    }
+                }
+                for variant in &variants {
+                    let Ok(one_pass) = serde_json::from_slice::<Row<'_>>(variant) else {
+                        continue;
+                    };
+                    let strict = read_by_type(variant).map(|row| row.map(effect));
+                    let shown = String::from_utf8_lossy(variant);
+                    assert_eq!(Ok(Some(effect(one_pass))), strict, "{shown}");
+                    compared += 1;
+                }
+            }
+        }
+        assert!(compared > 1000, "only {compared} rows compared");
+    }
+
     #[test]
     fn glance_skips_item_progress_but_not_verdict_rows() {
         assert!(is_skippable_at_a_glance(
