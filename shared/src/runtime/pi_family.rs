@@ -27,6 +27,7 @@ use crate::sniff::{opening_type, raw_field_is, raw_type_among};
 /// The event types every member of the family writes and this module reads.
 pub const FAMILY_EVENTS: &[&str] = &[
     "session",
+    "agent_start",
     "message_end",
     "auto_retry_start",
     "auto_retry_end",
@@ -104,6 +105,8 @@ pub struct PiFamily<F> {
     rollups: u64,
     agent_ends: u64,
     last_continues: bool,
+    /// An `agent_start` came after the last `agent_end`: a run is under way.
+    run_open: bool,
     /// The first failure of the current, unrecovered failure saga.
     failure: Option<Failure>,
     /// Set by `auto_retry_end` with `success: false`: the CLI's verdict on itself, never cleared.
@@ -144,6 +147,7 @@ impl<F: Flavor> PiFamily<F> {
             rollups: 0,
             agent_ends: 0,
             last_continues: false,
+            run_open: false,
             failure: None,
             gave_up: false,
             open_retry: None,
@@ -189,6 +193,9 @@ impl<F: Flavor> Dialect for PiFamily<F> {
         };
         match kind.as_ref() {
             "session" => decode::<F, _>(line, "session")?.map(|row| self.session(row)),
+            "agent_start" => {
+                decode::<F, TypeOnly>(line, "agent_start")?.map(|_| self.run_open = true)
+            }
             "message_end" => self.message_end(line)?,
             "auto_retry_start" => {
                 decode::<F, _>(line, "auto_retry_start")?.map(|row| self.retry_start(row))
@@ -351,6 +358,7 @@ impl<F: Flavor> PiFamily<F> {
 
     fn agent_end(&mut self, end: AgentEnd) {
         self.agent_ends += 1;
+        self.run_open = false;
         self.last_continues = end.continues;
         if let Some(usage) = end.rollup {
             self.rollups += 1;
@@ -387,6 +395,16 @@ impl<F: Flavor> PiFamily<F> {
             return Some(Failure::new(
                 ErrorClass::RetryOpen,
                 format!("{rt} stream ended with a retry saga still open (an auto_retry_start with no auto_retry_end){cause}"),
+            ));
+        }
+        // Both CLIs open every run, and every retry attempt, with agent_start, and a stream
+        // can hold several runs (pi ends a failed attempt with its own agent_end before it
+        // retries; omp 18 runs one per prompt of an @file delivery). An earlier run's
+        // agent_end does not end a later one, or a stream cut inside it would pass.
+        if self.run_open {
+            return Some(Failure::new(
+                ErrorClass::NoAgentEnd,
+                format!("{rt} stream ended inside a run (an agent_start with no agent_end after it): the CLI died mid-stream after an earlier run had ended"),
             ));
         }
         let last = self.last.as_ref();
@@ -494,6 +512,15 @@ fn unidentified<F: Flavor>(line: &[u8]) -> Result<(), String> {
 struct Head<'a> {
     #[serde(rename = "type", borrow)]
     kind: Option<Cow<'a, str>>,
+}
+
+/// A row read for its type alone (`agent_start`, pi's `agent_settled`): it carries nothing the
+/// rules read, but it must still be a well-formed row to count.
+#[derive(Deserialize)]
+pub struct TypeOnly {
+    /// Declared so that a row naming its type twice fails to decode instead of being guessed.
+    #[serde(rename = "type")]
+    _kind: Option<IgnoredAny>,
 }
 
 #[derive(Deserialize)]

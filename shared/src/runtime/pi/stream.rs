@@ -19,7 +19,7 @@ use serde::Deserialize;
 
 use crate::envelope::ErrorClass;
 use crate::parse::Failure;
-use crate::runtime::pi_family::{self, AgentEnd, Assistant, Flavor, PiFamily, Tokens};
+use crate::runtime::pi_family::{self, AgentEnd, Assistant, Flavor, PiFamily, Tokens, TypeOnly};
 
 /// The pi dialect.
 pub type Pi = PiFamily<PiFlavor>;
@@ -49,6 +49,7 @@ impl Flavor for PiFlavor {
     const MODE_FLAG: &'static str = "--mode json";
     const LOAD_BEARING: &'static [&'static str] = &[
         "session",
+        "agent_start",
         "message_end",
         "auto_retry_start",
         "auto_retry_end",
@@ -67,10 +68,9 @@ impl Flavor for PiFlavor {
         }
     }
 
-    /// `agent_settled` is the only type of LOAD_BEARING the family does not read itself; it
-    /// carries no field, but it must still be a well-formed row to count.
+    /// `agent_settled` is the only type of LOAD_BEARING the family does not read itself.
     fn own_event(&mut self, kind: &str, line: &[u8]) -> Result<(), String> {
-        if pi_family::decode::<Self, AgentSettled>(line, kind)?.is_some() {
+        if pi_family::decode::<Self, TypeOnly>(line, kind)?.is_some() {
             self.settles = true;
             self.settled = true;
         }
@@ -108,11 +108,4 @@ pub struct PiAgentEnd {
     will_retry: Option<bool>,
     #[serde(rename = "messages")]
     _messages: Option<IgnoredAny>,
-}
-
-#[derive(Deserialize)]
-struct AgentSettled {
-    /// Declared so that a row naming its type twice fails to decode instead of being guessed.
-    #[serde(rename = "type")]
-    _kind: Option<IgnoredAny>,
 }
