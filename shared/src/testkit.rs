@@ -278,3 +278,94 @@ pub fn check_envelope(json: &str, input_len: u64, require_result: bool) -> serde
     }
     value
 }
+
+/// True when `dialect` reads `stream` as a successful run, with the default flags, the result
+/// required or not (`--text`).
+fn succeeds<D: crate::parse::Dialect>(dialect: D, stream: &[u8], require_result: bool) -> bool {
+    use clap::{Args, FromArgMatches};
+    let command = crate::parse::ParseArgs::augment_args(clap::Command::new("moot-parse"));
+    let matches = command.get_matches_from(["moot-parse"]);
+    let args = crate::parse::ParseArgs::from_arg_matches(&matches).expect("default flags");
+    let parsed = crate::parse::parse(dialect, stream, &args).expect("read from memory");
+    let json = serde_json::to_value(parsed.into_envelope(require_result)).expect("serialise");
+    json["run"]["ok"] == true
+}
+
+/// Where to cut a stream: every byte of a short one; in a long one every line boundary, every
+/// byte of the first and last 64 of each line, and every 257th byte between (a cut inside a
+/// long line is judged like any other inside it: only its row type matters).
+fn cut_points(stream: &[u8]) -> Vec<usize> {
+    const SHORT: usize = 16 * 1024;
+    const EDGE: usize = 64;
+    if stream.len() <= SHORT {
+        return (0..stream.len()).collect();
+    }
+    let mut cuts = Vec::new();
+    let mut start = 0;
+    for line in stream.split_inclusive(|&b| b == b'\n') {
+        let end = start + line.len();
+        cuts.extend(
+            (start..end).filter(|&at| at < start + EDGE || at + EDGE >= end || at % 257 == 0),
+        );
+        start = end;
+    }
+    cuts
+}
+
+/// True when `prefix` ends a run: its last whole line is one for which `ends_a_run` holds, and
+/// what follows it is at most the start of a line that names no type yet, which the parsers
+/// skip like any garbage that identifies nothing (seed 000).
+fn is_a_whole_run(prefix: &[u8], ends_a_run: impl Fn(&[u8]) -> bool) -> bool {
+    let Some(newline) = memchr::memrchr(b'\n', prefix) else {
+        return false;
+    };
+    let (lines, tail) = (&prefix[..newline], &prefix[newline + 1..]);
+    let last_line = lines.rsplit(|&b| b == b'\n').next().unwrap_or(lines);
+    let names_a_type = memchr::memmem::find(tail, b"\"type\":\"")
+        .is_some_and(|at| memchr::memchr(b'"', &tail[at + 8..]).is_some());
+    ends_a_run(last_line) && !names_a_type
+}
+
+/// The truncation property: every real capture of `dialect` that succeeds as it stands (with
+/// no flags of its own) fails when cut at any point before its end, with the result required
+/// or not. The one exception is a cut that ends a whole earlier run ([`is_a_whole_run`]): omp
+/// and pi can write several runs to one stream, and a stream cut just after one is byte for
+/// byte a whole run. Returns the number of cuts checked.
+pub fn check_truncation<D: crate::parse::Dialect>(
+    dialect: &str,
+    new: impl Fn() -> D,
+    ends_a_run: impl Fn(&[u8]) -> bool,
+) -> usize {
+    let mut checked = 0;
+    let mut captures = 0;
+    for case in cases(dialect) {
+        if !case.name.starts_with("real-") || !case.args.is_empty() {
+            continue;
+        }
+        let stream = std::fs::read(&case.input).expect("read case input");
+        if !succeeds(new(), &stream, true) {
+            continue;
+        }
+        captures += 1;
+        for cut in cut_points(&stream) {
+            let prefix = &stream[..cut];
+            if is_a_whole_run(prefix, &ends_a_run) {
+                continue;
+            }
+            for require_result in [true, false] {
+                assert!(
+                    !succeeds(new(), prefix, require_result),
+                    "{dialect}/{} cut at byte {cut} of {} succeeded",
+                    case.name,
+                    stream.len()
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(
+        captures > 0,
+        "no successful real capture under testdata/{dialect}"
+    );
+    checked
+}

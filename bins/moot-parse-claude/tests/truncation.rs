@@ -1,0 +1,11 @@
+//! Every real claude capture that succeeds fails when cut at any point before its end: the last
+//! row is then missing or cut mid-write, and neither may pass for a finished run.
+//! claude writes one run to a stream, so no cut is exempt.
+
+use moot::runtime::claude::stream::Claude;
+
+#[test]
+fn truncating_a_successful_capture_never_succeeds() {
+    let checked = moot::testkit::check_truncation("claude", Claude::default, |_| false);
+    assert!(checked > 1000, "only {checked} cuts checked");
+}
