@@ -441,6 +441,7 @@ struct Item<'a> {
     text: Option<Cow<'a, str>>,
 }
 
+/// A row's type, or an item's.
 #[derive(Deserialize)]
 struct Head<'a> {
     #[serde(rename = "type", borrow)]
@@ -483,13 +484,7 @@ struct ErrorRow<'a> {
 #[derive(Deserialize)]
 struct ItemCompleted<'a> {
     #[serde(borrow)]
-    item: Option<ItemHead<'a>>,
-}
-
-#[derive(Deserialize)]
-struct ItemHead<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
+    item: Option<Head<'a>>,
 }
 
 #[derive(Deserialize)]
