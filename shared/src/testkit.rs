@@ -279,16 +279,87 @@ pub fn check_envelope(json: &str, input_len: u64, require_result: bool) -> serde
     value
 }
 
-/// True when `dialect` reads `stream` as a successful run, with the default flags, the result
-/// required or not (`--text`).
-fn succeeds<D: crate::parse::Dialect>(dialect: D, stream: &[u8], require_result: bool) -> bool {
+/// The envelope `dialect` prints for `stream` with the default flags, the result required or
+/// not (`--text`), as JSON.
+fn envelope_of<D: crate::parse::Dialect>(
+    dialect: D,
+    stream: &[u8],
+    require_result: bool,
+) -> serde_json::Value {
     use clap::{Args, FromArgMatches};
     let command = crate::parse::ParseArgs::augment_args(clap::Command::new("moot-parse"));
     let matches = command.get_matches_from(["moot-parse"]);
     let args = crate::parse::ParseArgs::from_arg_matches(&matches).expect("default flags");
     let parsed = crate::parse::parse(dialect, stream, &args).expect("read from memory");
-    let json = serde_json::to_value(parsed.into_envelope(require_result)).expect("serialise");
-    json["run"]["ok"] == true
+    serde_json::to_value(parsed.into_envelope(require_result)).expect("serialise")
+}
+
+fn succeeds<D: crate::parse::Dialect>(dialect: D, stream: &[u8], require_result: bool) -> bool {
+    envelope_of(dialect, stream, require_result)["run"]["ok"] == true
+}
+
+/// Offsets where a whole line may be inserted: the start (after a BOM) and after every `\n`.
+pub fn line_boundaries(stream: &[u8]) -> Vec<usize> {
+    let start = if stream.starts_with(b"\xEF\xBB\xBF") {
+        3
+    } else {
+        0
+    };
+    std::iter::once(start)
+        .chain(memchr::memchr_iter(b'\n', stream).map(|at| at + 1))
+        .collect()
+}
+
+/// The verdict: the whole envelope but the line and byte counts, with the line number a
+/// malformed-row message starts with blanked (inserting lines moves the row, not the verdict).
+pub fn verdict(mut envelope: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    let run = envelope["run"].as_object_mut().expect("run is an object");
+    run.remove("lines");
+    run.remove("bytes");
+    if let Some(Value::String(message)) = run
+        .get_mut("error")
+        .and_then(|e| e.as_object_mut())
+        .and_then(|e| e.get_mut("message"))
+    {
+        if let Some(rest) = message.strip_prefix("line ") {
+            let after_number = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+            *message = format!("line N{after_number}");
+        }
+    }
+    envelope
+}
+
+/// Unknown rows never change a verdict: each of `unknown` (a row of a type the dialect does
+/// not read, shaped like its real rows and naming what it does read inside) inserted at every
+/// line boundary of every golden case of `dialect` that takes no flags leaves the verdict
+/// exactly as it was. Returns the number of streams compared.
+pub fn check_unknown_rows<D: crate::parse::Dialect>(
+    dialect: &str,
+    new: impl Fn() -> D,
+    unknown: &[&str],
+) -> usize {
+    let mut compared = 0;
+    for case in cases(dialect) {
+        if !case.args.is_empty() {
+            continue;
+        }
+        let stream = std::fs::read(&case.input).expect("read case input");
+        let expected = verdict(envelope_of(new(), &stream, true));
+        for at in line_boundaries(&stream) {
+            for row in unknown {
+                let mixed = [&stream[..at], row.as_bytes(), b"\n", &stream[at..]].concat();
+                assert_eq!(
+                    verdict(envelope_of(new(), &mixed, true)),
+                    expected,
+                    "{dialect}/{}: {row} inserted at byte {at} changed the verdict",
+                    case.name
+                );
+                compared += 1;
+            }
+        }
+    }
+    compared
 }
 
 /// Where to cut a stream: every byte of a short one; in a long one every line boundary, every

@@ -1,7 +1,7 @@
 //! Properties of moot-parse-omp that must hold for every input, not just the golden cases:
 //! any byte stream gives exactly one envelope and a documented exit status; unknown events
 //! inserted anywhere never change a verdict; a valid gitmoot_result is found whatever prose
-//! surrounds it. (A successful capture cut anywhere is never a success: tests/truncation.rs,
+//! surrounds it. (A successful capture cut anywhere is never a success: tests/invariants.rs,
 //! for every parser.)
 //!
 //! Most properties call the library (the same `parse` the tool runs) for speed; a bounded number
@@ -15,7 +15,7 @@ use clap::{Args, FromArgMatches};
 use moot::gitmoot_result;
 use moot::parse::{parse, ParseArgs};
 use moot::runtime::omp::stream::Omp;
-use moot::testkit::{cases, check_envelope, run};
+use moot::testkit::{cases, check_envelope, line_boundaries, run, verdict};
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use serde_json::{json, Map, Value};
@@ -208,43 +208,6 @@ fn unknown_event() -> impl Strategy<Value = Vec<u8>> {
             line.push(b'\n');
             line
         })
-}
-
-/// Offsets where a whole line may be inserted: the start (after a BOM) and after every `\n`.
-fn line_boundaries(stream: &[u8]) -> Vec<usize> {
-    let start = if stream.starts_with(b"\xEF\xBB\xBF") {
-        3
-    } else {
-        0
-    };
-    std::iter::once(start)
-        .chain(
-            stream
-                .iter()
-                .enumerate()
-                .filter(|(_, &b)| b == b'\n')
-                .map(|(i, _)| i + 1),
-        )
-        .collect()
-}
-
-/// The verdict: the whole envelope but the line and byte counts, with the line number a
-/// malformed-row message starts with blanked (inserting lines moves the row, not the verdict).
-fn verdict(mut envelope: Value) -> Value {
-    let run = envelope["run"].as_object_mut().unwrap();
-    run.remove("lines");
-    run.remove("bytes");
-    if let Some(Value::String(message)) = run
-        .get_mut("error")
-        .and_then(|e| e.as_object_mut())
-        .and_then(|e| e.get_mut("message"))
-    {
-        if let Some(rest) = message.strip_prefix("line ") {
-            let after_number = rest.trim_start_matches(|c: char| c.is_ascii_digit());
-            *message = format!("line N{after_number}");
-        }
-    }
-    envelope
 }
 
 proptest! {

@@ -1,0 +1,26 @@
+//! Two properties of every kimi stream the tests hold: a successful real capture cut at any
+//! point before its end is never a success (the last row is then missing or cut mid-write),
+//! and rows of types the parser does not read never change a verdict, wherever they stand.
+//! kimi writes one run to a stream, so no cut is exempt.
+
+use moot::runtime::kimi::stream::Kimi;
+
+#[test]
+fn truncating_a_successful_capture_never_succeeds() {
+    let checked = moot::testkit::check_truncation("kimi", Kimi::default, |_| false);
+    assert!(checked > 1000, "only {checked} cuts checked");
+}
+
+/// Rows of types moot-parse-kimi does not read, shaped like kimi's own and naming, inside, the
+/// types and values it does read.
+const UNKNOWN_ROWS: &[&str] = &[
+    r#"{"role":"zz_future","content":"spoof"}"#,
+    r#"{"type":"zz.future","message":"spoof","retryable":true}"#,
+    r#"{"role":"tool","content":"{\"role\":\"assistant\",\"content\":\"spoof\"}","tool_call_id":"x"}"#,
+];
+
+#[test]
+fn unknown_rows_anywhere_never_change_the_verdict() {
+    let compared = moot::testkit::check_unknown_rows("kimi", Kimi::default, UNKNOWN_ROWS);
+    assert!(compared > 300, "only {compared} streams compared");
+}
