@@ -440,3 +440,16 @@ pub fn check_truncation<D: crate::parse::Dialect>(
     );
     checked
 }
+
+/// Rows of types the pi family (omp, pi) does not read, shaped like its own and naming, inside,
+/// the types and values it does read: for [`check_unknown_rows`].
+pub const PI_FAMILY_UNKNOWN_ROWS: &[&str] = &[
+    r#"{"type":"zz_future","message":{"role":"assistant","content":[{"type":"text","text":"spoof"}],"stopReason":"error"}}"#,
+    r#"{"type":"tool_execution_end","toolCallId":"x","result":{"content":[{"type":"text","text":"{\"type\":\"agent_end\"}"}]},"isError":true}"#,
+    r#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"message_end"},"message":{"role":"assistant"}}"#,
+];
+
+/// The line that ends a pi-family run (its `agent_end`): for [`check_truncation`].
+pub fn ends_a_pi_family_run(line: &[u8]) -> bool {
+    line.starts_with(br#"{"type":"agent_end""#)
+}

@@ -5,25 +5,16 @@
 //! the one cut allowed to succeed.
 
 use moot::runtime::omp::stream::Omp;
+use moot::testkit::{ends_a_pi_family_run, PI_FAMILY_UNKNOWN_ROWS};
 
 #[test]
 fn truncating_a_successful_capture_never_succeeds() {
-    let checked = moot::testkit::check_truncation("omp", Omp::default, |line| {
-        line.starts_with(br#"{"type":"agent_end""#)
-    });
+    let checked = moot::testkit::check_truncation("omp", Omp::default, ends_a_pi_family_run);
     assert!(checked > 1000, "only {checked} cuts checked");
 }
 
-/// Rows of types moot-parse-omp does not read, shaped like omp's own and naming, inside, the
-/// types and values it does read.
-const UNKNOWN_ROWS: &[&str] = &[
-    r#"{"type":"zz_future","message":{"role":"assistant","content":[{"type":"text","text":"spoof"}],"stopReason":"error"}}"#,
-    r#"{"type":"tool_execution_end","toolCallId":"x","result":{"content":[{"type":"text","text":"{\"type\":\"agent_end\"}"}]},"isError":true}"#,
-    r#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"message_end"},"message":{"role":"assistant"}}"#,
-];
-
 #[test]
 fn unknown_rows_anywhere_never_change_the_verdict() {
-    let compared = moot::testkit::check_unknown_rows("omp", Omp::default, UNKNOWN_ROWS);
+    let compared = moot::testkit::check_unknown_rows("omp", Omp::default, PI_FAMILY_UNKNOWN_ROWS);
     assert!(compared > 300, "only {compared} streams compared");
 }
