@@ -280,8 +280,8 @@ pub fn check_envelope(json: &str, input_len: u64, require_result: bool) -> serde
 }
 
 /// The envelope `dialect` prints for `stream` with the default flags, the result required or
-/// not (`--text`), as JSON.
-fn envelope_of<D: crate::parse::Dialect>(
+/// not (`--text`), checked against the envelope contract ([`check_envelope`]).
+pub fn envelope_of<D: crate::parse::Dialect>(
     dialect: D,
     stream: &[u8],
     require_result: bool,
@@ -291,7 +291,8 @@ fn envelope_of<D: crate::parse::Dialect>(
     let matches = command.get_matches_from(["moot-parse"]);
     let args = crate::parse::ParseArgs::from_arg_matches(&matches).expect("default flags");
     let parsed = crate::parse::parse(dialect, stream, &args).expect("read from memory");
-    serde_json::to_value(parsed.into_envelope(require_result)).expect("serialise")
+    let json = serde_json::to_string(&parsed.into_envelope(require_result)).expect("serialise");
+    check_envelope(&json, stream.len() as u64, require_result)
 }
 
 fn succeeds<D: crate::parse::Dialect>(dialect: D, stream: &[u8], require_result: bool) -> bool {

@@ -11,11 +11,9 @@
 
 use std::sync::OnceLock;
 
-use clap::{Args, FromArgMatches};
 use moot::gitmoot_result;
-use moot::parse::{parse, ParseArgs};
 use moot::runtime::omp::stream::Omp;
-use moot::testkit::{cases, check_envelope, line_boundaries, run, verdict};
+use moot::testkit::{cases, check_envelope, envelope_of, line_boundaries, run, verdict};
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use serde_json::{json, Map, Value};
@@ -35,16 +33,7 @@ const LOAD_BEARING: &[&str] = &[
 /// The envelope the tool prints for `stream` with its default flags (`--text` when
 /// `require_result` is false), checked against the envelope contract.
 fn envelope(stream: &[u8], require_result: bool) -> Value {
-    let argv: &[&str] = if require_result {
-        &["moot-parse-omp"]
-    } else {
-        &["moot-parse-omp", "--text"]
-    };
-    let command = ParseArgs::augment_args(clap::Command::new("moot-parse-omp"));
-    let args = ParseArgs::from_arg_matches(&command.get_matches_from(argv)).unwrap();
-    let parsed = parse(Omp::default(), stream, &args).unwrap();
-    let json = serde_json::to_string(&parsed.into_envelope(require_result)).unwrap();
-    check_envelope(&json, stream.len() as u64, require_result)
+    envelope_of(Omp::default(), stream, require_result)
 }
 
 /// Every golden input under testdata/omp, byte for byte.
