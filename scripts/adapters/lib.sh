@@ -89,7 +89,9 @@ moot_adapter() {
         moot_work=$(mktemp -d "${TMPDIR:-/tmp}/moot-adapter.XXXXXX") && mkdir "$moot_work/out"
     } || moot_die 1 "cannot create a private work directory under ${TMPDIR:-/tmp}"
     # The parser removes it once the run is read (--cleanup below): an rm is a process, and
-    # processes are most of the adapter's cost. This is for every other way out.
+    # processes are most of the adapter's cost. --cleanup removes only a directory that carries
+    # moot's marker (a redirection: no process). The trap is for every other way out.
+    : >"$moot_work/.moot-scratch" || moot_die 1 "cannot mark $moot_work as moot's scratch"
     trap '[ ! -d "$moot_work" ] || rm -rf "$moot_work"' EXIT
     trap 'exit 129' HUP
     trap 'exit 130' INT

@@ -119,24 +119,21 @@ fn positive_seconds(text: &str) -> Result<Duration, String> {
 pub fn run(tool: &str, args: &RunArgs) -> ExitCode {
     let mut record = Record::default();
     // Only directories that passed the check are ever removed.
-    let removable: &[PathBuf] = match cleanup::check(&args.cleanup) {
-        Ok(()) => {
+    let removable = match cleanup::check(&args.cleanup) {
+        Ok(removable) => {
             if let Err(failure) = execute(tool, args, &mut record) {
                 report::print_error(tool, &failure.error);
                 record.ending = failure.ending;
             }
-            &args.cleanup
+            removable
         }
         Err(error) => {
             report::print_error(tool, &error);
-            &[]
+            Vec::new()
         }
     };
-    for dir in removable {
-        if let Err(error) = cleanup::remove(dir) {
-            report::print_error(tool, &error);
-            record.ending = Ending::RunnerFailed;
-        }
+    if !remove_all(tool, &removable) {
+        record.ending = Ending::RunnerFailed;
     }
     if let Some(path) = &args.status_file {
         if let Err(error) = write_status(path, &record.outcome()) {
@@ -146,6 +143,30 @@ pub fn run(tool: &str, args: &RunArgs) -> ExitCode {
     }
     let code = record.outcome().exit_code;
     ExitCode::from(u8::try_from(code).unwrap_or(EXIT_RUNNER_FAILED as u8))
+}
+
+/// After a usage error clap reported: the `--cleanup` directories of the raw command line are
+/// still removed (with every check), so a refused command line leaves no staged prompt behind.
+pub fn clean_up_after_usage_error(tool: &str) {
+    let dirs = cleanup::dirs_in_raw_args(std::env::args_os());
+    match cleanup::check(&dirs) {
+        Ok(removable) => {
+            remove_all(tool, &removable);
+        }
+        Err(error) => report::print_error(tool, &error),
+    }
+}
+
+/// Removes checked directories; prints each failure and says whether all went.
+fn remove_all(tool: &str, removable: &[cleanup::Removable]) -> bool {
+    let mut all = true;
+    for dir in removable {
+        if let Err(error) = cleanup::remove(dir) {
+            report::print_error(tool, &error);
+            all = false;
+        }
+    }
+    all
 }
 
 /// How a run ended. [`Record::outcome`] is the one place this becomes an exit status.

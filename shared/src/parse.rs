@@ -185,7 +185,7 @@ pub fn run_parser<D: Dialect>(
 /// returns false.
 fn clean_up(tool: &str, dirs: &[PathBuf]) -> bool {
     let removed =
-        cleanup::check(dirs).and_then(|()| dirs.iter().try_for_each(|d| cleanup::remove(d)));
+        cleanup::check(dirs).and_then(|removable| removable.iter().try_for_each(cleanup::remove));
     if let Err(error) = &removed {
         report::print_error(tool, error);
     }

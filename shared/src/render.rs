@@ -461,11 +461,14 @@ pub fn run(tool: &str, args: &RenderArgs) -> anyhow::Result<ExitCode> {
         Ok(rendering) => rendering,
         Err(refusal) => return Ok(refuse(tool, &refusal)),
     };
-    if let Some(plan) = &rendering.stage {
+    // Only the NUL format is for running: json and sh are previews for scripts and humans, and
+    // a preview stages nothing (no one would remove it); they say where the prompt would go.
+    let preview = args.job.format != Format::Nul;
+    if let (Some(plan), false) = (&rendering.stage, preview) {
         stage::write(plan, rendering.prompt.as_bytes())?;
     }
     let emitted = emit(tool, &rendering, args.job.format);
-    if emitted.is_err() {
+    if emitted.is_err() && !preview {
         // Nobody received the argv, so nobody will run it or remove what it names.
         if let Some(plan) = &rendering.stage {
             stage::remove(plan);
@@ -986,6 +989,9 @@ pub struct Output<'a> {
     pub staged: Vec<String>,
     /// The staging directory: pass it to `moot-sandbox --ro` and `moot-run --cleanup`.
     pub stage_dir: Option<String>,
+    /// True when nothing was written: `staged` and `stage_dir` say where a prompt would go
+    /// (json and sh are previews; only the NUL format stages).
+    pub preview: bool,
     pub policy: PolicyReport,
     pub plan_mode: Option<&'a str>,
     /// The id of the new session the argv names (claude): store it only if the run succeeds.
@@ -1004,6 +1010,7 @@ impl<'a> Output<'a> {
                 .into_iter()
                 .collect(),
             stage_dir: stage.map(|s| s.dir.display().to_string()),
+            preview: false,
             policy: rendering.policy,
             plan_mode: rendering.built.plan_mode.as_deref(),
             session_id: rendering.built.session_id.as_deref(),
@@ -1016,7 +1023,10 @@ impl<'a> Output<'a> {
 /// paths and a new session id on stderr too in the nul and sh formats (json carries them),
 /// once the payload is out (a payload nobody received stages nothing).
 fn emit(tool: &str, rendering: &Rendering, format: Format) -> io::Result<()> {
-    let output = Output::of(rendering);
+    let output = Output {
+        preview: format != Format::Nul,
+        ..Output::of(rendering)
+    };
     let mut err = io::stderr().lock();
     for warning in output.warnings {
         writeln!(err, "{tool}: warning: {warning}")?;
@@ -1025,8 +1035,13 @@ fn emit(tool: &str, rendering: &Rendering, format: Format) -> io::Result<()> {
     out.write_all(&payload(&output, format))?;
     out.flush()?;
     if format != Format::Json {
+        let verb = if output.preview {
+            "would stage (a preview writes nothing)"
+        } else {
+            "staged"
+        };
         for (file, dir) in output.staged.iter().zip(&output.stage_dir) {
-            writeln!(err, "{tool}: staged {file} (stage dir {dir})")?;
+            writeln!(err, "{tool}: {verb} {file} (stage dir {dir})")?;
         }
         if let Some(id) = output.session_id {
             writeln!(
@@ -1271,7 +1286,7 @@ mod tests {
         assert_eq!(
             String::from_utf8(payload(&output, Format::Json)).unwrap(),
             "{\"runtime\":\"mock\",\"argv\":[\"printf\",\"%s\",\"hi there\"],\"staged\":[],\
-             \"stage_dir\":null,\"policy\":{\"value\":\"auto\",\"declared\":\"applied\"},\
+             \"stage_dir\":null,\"preview\":false,\"policy\":{\"value\":\"auto\",\"declared\":\"applied\"},\
              \"plan_mode\":null,\"session_id\":null,\"warnings\":[]}\n"
         );
     }

@@ -14,6 +14,7 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::Context;
 
+use crate::cleanup;
 use crate::render::Refusal;
 use crate::worktree;
 
@@ -279,11 +280,33 @@ pub fn write(plan: &StagePlan, prompt: &[u8]) -> anyhow::Result<()> {
             .create(&plan.dir)
             .with_context(|| format!("stage dir ({}): cannot create it", plan.dir.display()))?;
     }
-    let written = write_file(plan, prompt);
+    let written = write_file(plan, prompt).and_then(|()| mark_removable(plan));
     if written.is_err() && plan.create_dir {
         let _ = fs::remove_dir_all(&plan.dir);
     }
     written
+}
+
+/// Marks a directory moot-render created as moot's scratch, so `--cleanup` may remove it
+/// (src/cleanup.rs); a directory the caller made is never marked.
+fn mark_removable(plan: &StagePlan) -> anyhow::Result<()> {
+    if !plan.create_dir {
+        return Ok(());
+    }
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(plan.dir.join(cleanup::MARKER))
+        .and_then(|file| file.set_permissions(Permissions::from_mode(0o600)))
+        .with_context(|| {
+            format!(
+                "stage dir ({}): cannot write {}",
+                plan.dir.display(),
+                cleanup::MARKER
+            )
+        })?;
+    Ok(())
 }
 
 /// Removes a written prompt: the file, and the directory when moot-render made it.

@@ -51,6 +51,33 @@ pub fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
 }
 
+/// A scratch directory `--cleanup` may remove, as moot-render or an adapter leaves one: mode
+/// 0700, the marker of src/cleanup.rs, and a file in a subdirectory.
+pub fn scratch_dir(parent: &Path, name: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = parent.join(name);
+    std::fs::create_dir_all(dir.join("nested")).expect("mkdir scratch");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).expect("chmod 700");
+    std::fs::write(dir.join(crate::cleanup::MARKER), b"").expect("mark scratch");
+    std::fs::write(dir.join("nested/prompt.md"), b"secret prompt").expect("write scratch");
+    dir
+}
+
+/// Checks that a bad flag is one line on stderr, `tool: ... (see --help)`, with exit `status`
+/// and nothing on stdout: every tool reports usage errors the same way.
+pub fn check_usage_error(bin: &str, tool: &str, status: i32) {
+    let out = run(bin, &args(&["--no-such-flag"]), b"");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(status), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(stderr.lines().count(), 1, "{stderr:?}");
+    assert!(
+        stderr.starts_with(&format!("{tool}: unexpected argument '--no-such-flag'"))
+            && stderr.ends_with("(see --help)\n"),
+        "{stderr:?}"
+    );
+}
+
 /// The workspace's `testdata/` directory.
 pub fn testdata() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata")

@@ -41,3 +41,8 @@ fn text_does_not_require_a_gitmoot_result() {
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(output.stdout, b"All good, nothing to change.\n");
 }
+
+#[test]
+fn a_usage_error_is_one_line() {
+    moot::testkit::check_usage_error(BIN, "moot-parse-codex", 2);
+}

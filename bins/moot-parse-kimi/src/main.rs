@@ -34,10 +34,12 @@ Examples:
   moot-parse-kimi --text --exit-code 0 < run.ndjson   # only the answer, for adapter.sh";
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    moot::report::run_tool(TOOL, EXIT_USAGE, || {
-        run_parser(TOOL, Kimi::with_stderr_file(cli.stderr_file), &cli.args)
-    })
+    match moot::report::parse_args::<Cli>(TOOL, EXIT_USAGE) {
+        Ok(cli) => moot::report::run_tool(TOOL, EXIT_USAGE, || {
+            run_parser(TOOL, Kimi::with_stderr_file(cli.stderr_file), &cli.args)
+        }),
+        Err(code) => code,
+    }
 }
 
 #[cfg(test)]

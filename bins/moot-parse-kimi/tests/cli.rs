@@ -102,3 +102,8 @@ fn help_shows_an_example_and_version_prints() {
         format!("moot-parse-kimi {}\n", env!("CARGO_PKG_VERSION"))
     );
 }
+
+#[test]
+fn a_usage_error_is_one_line() {
+    moot::testkit::check_usage_error(BIN, "moot-parse-kimi", 2);
+}

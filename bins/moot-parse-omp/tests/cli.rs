@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use moot::testkit::{args, case, run};
+use moot::testkit::{args, case, run, run_in};
 
 const BIN: &str = env!("CARGO_BIN_EXE_moot-parse-omp");
 
@@ -213,7 +213,7 @@ fn widens_the_pipe_it_reads() {
 /// The adapter's scratch directory, as a pipeline leaves it: moot-run's status file inside.
 fn scratch_with_status() -> (tempfile::TempDir, std::path::PathBuf) {
     let parent = tempfile::tempdir().unwrap();
-    let scratch = parent.path().join("work");
+    let scratch = moot::testkit::scratch_dir(parent.path(), "work");
     std::fs::create_dir_all(scratch.join("out")).unwrap();
     std::fs::write(
         scratch.join("out/status"),
@@ -238,6 +238,22 @@ fn cleanup_removes_the_scratch_directory_after_reading_the_status_file() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert!(out.stdout.starts_with(b"I looked at the task"));
     assert!(!scratch.exists(), "the scratch directory is still there");
+}
+
+/// Regression: `moot-parse-omp --cleanup .` emptied the working directory.
+#[test]
+fn cleanup_refuses_the_working_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("keep.txt"), "mine").unwrap();
+    let out = run_in(
+        BIN,
+        &args(&["--cleanup", "."]),
+        &case("omp", "real-plain"),
+        Some(dir.path()),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not an absolute path"));
+    assert!(dir.path().join("keep.txt").exists());
 }
 
 #[test]
@@ -268,9 +284,15 @@ fn cleanup_refuses_a_symlink_after_printing_the_verdict() {
     assert_eq!(
         String::from_utf8(out.stderr).unwrap(),
         format!(
-            "moot-parse-omp: --cleanup ({}): not a directory (a file or symlink is never removed)\n",
+            "moot-parse-omp: --cleanup ({}): is a symbolic link: a link, and what it points to, \
+             is never removed\n",
             link.display()
         )
     );
     assert!(scratch.join("out/status").exists());
+}
+
+#[test]
+fn a_usage_error_is_one_line() {
+    moot::testkit::check_usage_error(BIN, "moot-parse-omp", 2);
 }

@@ -31,14 +31,16 @@ Examples:
   moot-parse-pi --text < run.ndjson        # only the answer, for adapter.sh";
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    moot::report::run_tool(TOOL, EXIT_USAGE, || {
-        run_parser(
-            TOOL,
-            Pi::new(PiFlavor::new(cli.accept_unmetered)),
-            &cli.args,
-        )
-    })
+    match moot::report::parse_args::<Cli>(TOOL, EXIT_USAGE) {
+        Ok(cli) => moot::report::run_tool(TOOL, EXIT_USAGE, || {
+            run_parser(
+                TOOL,
+                Pi::new(PiFlavor::new(cli.accept_unmetered)),
+                &cli.args,
+            )
+        }),
+        Err(code) => code,
+    }
 }
 
 #[cfg(test)]

@@ -81,3 +81,8 @@ fn a_bad_flag_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
 }
+
+#[test]
+fn a_usage_error_is_one_line() {
+    moot::testkit::check_usage_error(BIN, "moot-parse-pi", 2);
+}

@@ -108,6 +108,7 @@ fn json_carries_argv_policy_plan_and_warnings() {
                      "--plan-yolo-into", "anthropic/claude-sonnet", "--", "Plan it"],
             "staged": [],
             "stage_dir": null,
+            "preview": true,
             "policy": {"value": "workspace-write", "declared": "applied"},
             "plan_mode": "plan-into:anthropic/claude-sonnet",
             "session_id": null,

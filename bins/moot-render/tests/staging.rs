@@ -29,12 +29,25 @@ fn the_staged_dir(env: &Env, prompt: &[u8]) -> PathBuf {
         "{name}"
     );
     assert_private(&dir, prompt);
+    assert!(
+        dir.join(moot::cleanup::MARKER).exists(),
+        "a directory moot-render made is marked"
+    );
     dir
 }
 
+/// A private directory holding exactly `prompt` as prompt.md, and, when moot-render made the
+/// directory, the empty marker that lets `--cleanup` remove it.
 fn assert_private(dir: &Path, prompt: &[u8]) {
     let file = dir.join("prompt.md");
-    assert_eq!(entries(dir), std::slice::from_ref(&file));
+    let marker = dir.join(moot::cleanup::MARKER);
+    let mut found = entries(dir);
+    if found.first() == Some(&marker) {
+        assert_eq!(mode(&marker), 0o600);
+        assert!(fs::read(&marker).unwrap().is_empty());
+        found.remove(0);
+    }
+    assert_eq!(found, std::slice::from_ref(&file));
     assert_eq!(mode(dir), 0o700);
     assert_eq!(mode(&file), 0o600);
     assert!(
@@ -93,14 +106,57 @@ fn at_5242880_bytes_omp_still_stages() {
     let env = Env::new();
     let prompt = prompt_of(5_242_880);
     fs::write(env.work().join("job.md"), &prompt).unwrap();
-    let out = env.run(&["omp", "--format", "json", "--prompt-file", "job.md"]);
-    let json = out.json();
+    let argv = env.run(&["omp", "--prompt-file", "job.md"]).argv();
     let dir = the_staged_dir(&env, prompt.as_bytes());
     let file = dir.join("prompt.md").display().to_string();
-    assert_eq!(json["staged"], serde_json::json!([file]));
-    assert_eq!(json["stage_dir"], dir.display().to_string());
-    assert_eq!(json["argv"][5], format!("@{file}"));
-    assert_eq!(out.stderr, "", "json carries the staged paths itself");
+    assert_eq!(argv[5], format!("@{file}"));
+}
+
+/// Regression: `--format json|sh` staged a 0600 prompt under /tmp that nothing removed. A
+/// preview writes nothing and says where the prompt would go.
+#[test]
+fn previews_stage_nothing_and_say_where_the_prompt_would_go() {
+    let env = Env::new();
+    let prompt = prompt_of(102_400);
+    fs::write(env.work().join("job.md"), &prompt).unwrap();
+    let out = env.run(&["omp", "--format", "json", "--prompt-file", "job.md"]);
+    assert_eq!(out.stderr, "", "json carries the paths itself");
+    let json = out.json();
+    assert_eq!(json["preview"], true);
+    let dir = json["stage_dir"].as_str().unwrap().to_string();
+    assert!(dir.starts_with(env.tmpdir().to_str().unwrap()), "{dir}");
+    assert_eq!(
+        json["staged"],
+        serde_json::json!([format!("{dir}/prompt.md")])
+    );
+    assert!(
+        env.staged_under_tmpdir().is_empty(),
+        "the json preview staged"
+    );
+
+    let out = env.run(&["omp", "--format", "sh", "--prompt-file", "job.md"]);
+    assert!(
+        out.stderr
+            .starts_with("moot-render: would stage (a preview writes nothing) "),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        env.staged_under_tmpdir().is_empty(),
+        "the sh preview staged"
+    );
+
+    let given = env.root.path().join("given");
+    env.run(&[
+        "omp",
+        "--format",
+        "sh",
+        "--stage-dir",
+        given.to_str().unwrap(),
+        "--prompt-file",
+        "job.md",
+    ]);
+    assert!(!given.exists(), "a preview created the --stage-dir");
 }
 
 #[test]
@@ -175,14 +231,14 @@ fn a_given_stage_dir_is_created_private_or_reused() {
     let prompt = prompt_of(102_400);
     let dir = env.root.path().join("stage");
     let dir_s = dir.to_str().unwrap();
-    let json = env
-        .run_with(
-            &["omp", "--format", "json", "--stage-dir", dir_s, "-"],
-            Some(prompt.as_bytes()),
-        )
-        .json();
+    let out = env.run_with(&["omp", "--stage-dir", dir_s, "-"], Some(prompt.as_bytes()));
     assert_private(&dir, prompt.as_bytes());
-    assert_eq!(json["stage_dir"], dir_s);
+    assert!(dir.join(moot::cleanup::MARKER).exists());
+    assert!(
+        out.stderr.ends_with(&format!("(stage dir {dir_s})\n")),
+        "{}",
+        out.stderr
+    );
     assert!(env.staged_under_tmpdir().is_empty(), "nothing under TMPDIR");
 
     // A private directory of one's own, without a prompt.md yet, is used as it is.
@@ -195,6 +251,10 @@ fn a_given_stage_dir_is_created_private_or_reused() {
     )
     .argv();
     assert_private(&reused, prompt.as_bytes());
+    assert!(
+        !reused.join(moot::cleanup::MARKER).exists(),
+        "a directory of the caller's is never marked removable"
+    );
 }
 
 #[test]

@@ -19,8 +19,9 @@ struct Cli {
 }
 
 const EXAMPLES: &str = "\
-Exit status: the command's own; 124 the deadline expired; 125 moot-run itself failed (usage
-included); 126 the command could not be run; 127 it was not found; 128+N signal N ended it.
+Exit status: the command's own; 124 the deadline expired; 125 moot-run itself failed (a usage
+error too, as timeout(1) does, so it is never mistaken for the command's own status; the
+--cleanup directories are still removed); 126 the command could not be run; 127 it was not found; 128+N signal N ended it.
 
 Environment presets keep PATH HOME USER LOGNAME SHELL TMPDIR TZ LANG LC_* TERM XDG_* plus the
 runtime's names (omp: OMP_PROFILE PI_PROFILE PI_CODING_AGENT_DIR PI_SMOL_MODEL PI_SLOW_MODEL
@@ -34,7 +35,12 @@ Examples:
 fn main() -> ExitCode {
     match moot::report::parse_args::<Cli>(TOOL, EXIT_RUNNER_FAILED as u8) {
         Ok(cli) => moot::exec::run(TOOL, &cli.args),
-        Err(code) => code,
+        Err(code) => {
+            if code != ExitCode::SUCCESS {
+                moot::exec::clean_up_after_usage_error(TOOL);
+            }
+            code
+        }
     }
 }
 

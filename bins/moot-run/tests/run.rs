@@ -809,9 +809,7 @@ fn usage_errors_exit_125_on_one_line() {
 /// Runs moot-run with `--cleanup` on a fresh staged directory and returns whether it is gone.
 fn cleaned_after(args: &[&str], signal: Option<Signal>) -> (bool, Option<i32>) {
     let dir = tempfile::tempdir().unwrap();
-    let stage = dir.path().join("stage");
-    fs::create_dir_all(stage.join("nested")).unwrap();
-    fs::write(stage.join("nested/prompt.md"), "secret prompt").unwrap();
+    let stage = moot::testkit::scratch_dir(dir.path(), "stage");
     let mut all = vec!["--cleanup", stage.to_str().unwrap()];
     all.extend_from_slice(args);
     let code = match signal {
@@ -883,11 +881,105 @@ fn cleanup_refuses_what_is_not_a_directory() {
     assert_eq!(
         stderr(&out),
         format!(
-            "moot-run: --cleanup ({}): not a directory (a file or symlink is never removed)\n",
+            "moot-run: --cleanup ({}): not a directory (a file is never removed)\n",
             file.display()
         )
     );
     assert!(file.exists());
+}
+
+/// The operator's project, as `proj/sub` with files in both, and the working directory in sub.
+fn project() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let proj = dir.path().join("proj");
+    fs::create_dir_all(proj.join("sub")).unwrap();
+    fs::write(proj.join("keep.txt"), "mine").unwrap();
+    fs::write(proj.join("sub/also.txt"), "mine too").unwrap();
+    (dir, proj)
+}
+
+fn assert_project_intact(proj: &Path) {
+    assert_eq!(fs::read_to_string(proj.join("keep.txt")).unwrap(), "mine");
+    assert_eq!(
+        fs::read_to_string(proj.join("sub/also.txt")).unwrap(),
+        "mine too"
+    );
+}
+
+/// Regression: from `proj/sub`, `--cleanup ..` emptied `proj` before failing.
+#[test]
+fn cleanup_never_removes_what_moot_did_not_create() {
+    let (dir, proj) = project();
+    // Even a directory made to look like scratch is refused when it holds the working directory.
+    let decoy = moot::testkit::scratch_dir(dir.path(), "decoy");
+    fs::create_dir(decoy.join("cwd")).unwrap();
+    let home = moot::testkit::scratch_dir(dir.path(), "home");
+    let cases: [(&[&str], &Path, &str); 7] = [
+        (
+            &["--cleanup", ".."],
+            &proj.join("sub"),
+            "not an absolute path",
+        ),
+        (
+            &["--cleanup", "."],
+            &proj.join("sub"),
+            "not an absolute path",
+        ),
+        (&["--cleanup", "/"], &proj, "refusing to remove /"),
+        (
+            &["--cleanup", &format!("{}/sub/..", proj.display())],
+            &proj,
+            "contains '.' or '..'",
+        ),
+        (&["--cleanup", proj.to_str().unwrap()], &proj, "not 0700"),
+        (
+            &["--cleanup", decoy.to_str().unwrap()],
+            &decoy.join("cwd"),
+            "current directory",
+        ),
+        (&["--cleanup", home.to_str().unwrap()], &proj, "$HOME"),
+    ];
+    for (flags, cwd, why) in cases {
+        let mut args = flags.to_vec();
+        args.extend(["--", "/bin/true"]);
+        let out = output(moot_run(&args).current_dir(cwd).env("HOME", &home));
+        assert_eq!(out.status.code(), Some(125), "{flags:?}");
+        assert!(stderr(&out).contains(why), "{flags:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+        assert_project_intact(&proj);
+        assert!(decoy.join("nested/prompt.md").exists() && home.join("nested/prompt.md").exists());
+    }
+    let private = proj.join("sub");
+    fs::set_permissions(&private, fs::Permissions::from_mode(0o700)).unwrap();
+    let out = output(moot_run(&[
+        "--cleanup",
+        private.to_str().unwrap(),
+        "--",
+        "true",
+    ]));
+    assert!(
+        stderr(&out).contains("no .moot-scratch marker"),
+        "{}",
+        stderr(&out)
+    );
+    assert_project_intact(&proj);
+}
+
+#[test]
+fn a_usage_error_still_removes_the_staged_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let stage = moot::testkit::scratch_dir(dir.path(), "stage");
+    let out = output(moot_run(&[
+        "--cleanup",
+        stage.to_str().unwrap(),
+        "--deadline",
+        "soon",
+        "--",
+        "true",
+    ]));
+    assert_eq!(out.status.code(), Some(125));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(!stage.exists(), "the staged prompt outlived a usage error");
 }
 
 #[test]
