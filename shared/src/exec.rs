@@ -14,11 +14,10 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, IsTerminal, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, ExitCode, ExitStatus, Stdio};
@@ -41,7 +40,7 @@ use crate::outcome::{
     EXIT_RUNNER_FAILED, EXIT_TIMED_OUT,
 };
 use crate::report;
-use crate::{atomic_file, cleanup};
+use crate::{atomic_file, cleanup, private_file};
 
 /// The signals moot-run passes on to the command's group (and then ends it after the grace).
 const FORWARDED: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
@@ -504,22 +503,13 @@ fn child_env(tool: &str, args: &RunArgs) -> Option<Vec<(OsString, OsString)>> {
     Some(curated.vars)
 }
 
-/// Creates (or truncates) a file only its owner can read: transcripts and stderr carry prompts,
-/// answers and sometimes credentials, so an existing file is narrowed to 0600 too.
+/// Opens `--transcript` or `--stderr-file` (src/private_file.rs: private, and never through a
+/// planted symlink, hard link or FIFO).
 fn open_private(path: Option<&Path>, flag: &str) -> Result<Option<File>, Failure> {
     let Some(path) = path else {
         return Ok(None);
     };
-    let file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .and_then(|file| {
-            file.set_permissions(fs::Permissions::from_mode(0o600))?;
-            Ok(file)
-        })
+    let file = private_file::create_private(path)
         .with_context(|| format!("{flag} ({})", path.display()))
         .map_err(Failure::runner)?;
     Ok(Some(file))
@@ -869,6 +859,7 @@ fn copy(mut from: ChildStdout, stdout: File, transcript: Option<File>) -> Copied
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn os(items: &[&str]) -> Vec<OsString> {
         items.iter().map(OsString::from).collect()

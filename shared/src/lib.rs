@@ -12,6 +12,7 @@ pub mod gitmoot_result;
 pub mod ndjson;
 pub mod outcome;
 pub mod parse;
+pub mod private_file;
 pub mod registry;
 pub mod render;
 pub mod report;

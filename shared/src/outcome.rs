@@ -14,6 +14,8 @@ pub const EXIT_RUNNER_FAILED: i32 = 125;
 pub const EXIT_CANNOT_INVOKE: i32 = 126;
 pub const EXIT_NOT_FOUND: i32 = 127;
 const SIGNAL_BASE: i32 = 128;
+/// A status file is one short JSON line; anything past this is not one moot-run wrote.
+const STATUS_FILE_LIMIT: usize = 4096;
 
 /// The status file moot-run writes, and what `--exit-code` is expanded to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,7 +61,8 @@ impl ProcessOutcome {
 
     /// Reads a status file written by moot-run.
     pub fn read(path: &Path) -> anyhow::Result<Self> {
-        let bytes = std::fs::read(path)
+        // The status file may sit where the agent can write: never follow, block or flood.
+        let bytes = crate::private_file::read_small(path, STATUS_FILE_LIMIT)
             .with_context(|| format!("cannot read status file {}", path.display()))?;
         serde_json::from_slice(&bytes)
             .with_context(|| format!("status file {} is not a moot-run status", path.display()))

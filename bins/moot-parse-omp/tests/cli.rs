@@ -296,3 +296,38 @@ fn cleanup_refuses_a_symlink_after_printing_the_verdict() {
 fn a_usage_error_is_one_line() {
     moot::testkit::check_usage_error(BIN, "moot-parse-omp", 2);
 }
+
+/// Regression: `--status-file /dev/zero` grew past 600 MB and a FIFO hung forever. The status
+/// file may be agent-writable: anything but a small regular file is a `process` failure.
+#[test]
+fn a_status_file_that_is_not_a_small_regular_file_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let big = dir.path().join("big");
+    std::fs::write(&big, vec![b' '; 5000]).unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(
+        moot::testkit::testdata().join("omp/status-clean.status"),
+        &link,
+    )
+    .unwrap();
+    for (path, why) in [
+        (
+            std::path::Path::new("/dev/zero"),
+            "is a device, not a regular file",
+        ),
+        (&fifo, "is a FIFO, not a regular file"),
+        (&big, "is larger than 4096 bytes"),
+        (&link, "is a symbolic link"),
+    ] {
+        let flags = ["--status-file", path.to_str().unwrap()];
+        let out = run(BIN, &args(&flags), &case("omp", "real-plain"));
+        assert_eq!(out.status.code(), Some(1), "{path:?}");
+        let envelope: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(envelope["run"]["error"]["class"], "process");
+        let message = envelope["run"]["error"]["message"].as_str().unwrap();
+        assert!(message.contains(why), "{message}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+    }
+}

@@ -986,3 +986,56 @@ fn a_usage_error_still_removes_the_staged_prompt() {
 fn man_page_documents_every_flag() {
     moot::testkit::check_man_page(BIN, "moot-run.1");
 }
+
+/// Regression: `ln -s victim.conf run.ndjson; moot-run --transcript run.ndjson -- echo x`
+/// overwrote victim.conf and made it 0600. A planted symlink, hard link or FIFO under the
+/// transcript's or stderr file's name is refused before anything is written or run.
+#[test]
+fn planted_transcript_and_stderr_names_are_refused() {
+    for flag in ["--transcript", "--stderr-file"] {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim.conf");
+        fs::write(&victim, "operator's config").unwrap();
+        fs::set_permissions(&victim, fs::Permissions::from_mode(0o644)).unwrap();
+        let marker = dir.path().join("ran");
+        let planted = dir.path().join("run.ndjson");
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        let hard = dir.path().join("hard");
+        fs::hard_link(&victim, &hard).unwrap();
+        for (name, why) in [
+            (&planted, "is a symbolic link"),
+            (&hard, "hard links"),
+            (&fifo, "FIFO"),
+        ] {
+            let script = format!("echo x; echo e >&2; touch {}", marker.display());
+            let mut command = moot_run(&[flag, name.to_str().unwrap(), "--", "sh", "-c", &script]);
+            let mut child = command
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let status = wait_bounded(&mut child);
+            let mut err = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            assert_eq!(status.code(), Some(125), "{flag} {name:?}: {err}");
+            assert!(
+                err.starts_with(&format!("moot-run: {flag} (")) && err.contains(why),
+                "{err}"
+            );
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(!marker.exists(), "the command ran");
+        }
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "operator's config");
+        assert_eq!(
+            fs::metadata(&victim).unwrap().permissions().mode() & 0o777,
+            0o644
+        );
+    }
+}

@@ -26,7 +26,6 @@
 //! is the CLI's own text, which only a full JSON read can tell apart from a row.
 
 use std::borrow::Cow;
-use std::fs::File;
 use std::path::PathBuf;
 
 use serde::de::IgnoredAny;
@@ -382,7 +381,7 @@ impl Kimi {
                 ),
             )
         };
-        let file = File::open(path).map_err(cannot_read)?;
+        let file = crate::private_file::open_regular(path).map_err(cannot_read)?;
         let mut reader = LineReader::new(file, MAX_STDERR_LINE);
         let mut error: Option<BoundedText> = None;
         let mut in_error = false;
