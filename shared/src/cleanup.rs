@@ -259,7 +259,7 @@ mod tests {
         let dir = scratch(base.path(), "stage");
         fs::create_dir(dir.join("sub")).unwrap();
         fs::write(dir.join("sub/f"), b"x").unwrap();
-        let checked = check(&[dir.clone()]).unwrap();
+        let checked = check(std::slice::from_ref(&dir)).unwrap();
         remove(&checked[0]).unwrap();
         assert!(!dir.exists());
         assert_eq!(

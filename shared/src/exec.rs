@@ -802,8 +802,8 @@ impl Pump {
     }
 }
 
-/// The errors of a copy. A closed stdout (EPIPE) is not one: the reader went away, and the
-/// transcript still gets every byte.
+/// The errors of a copy. When stdout is closed (EPIPE) the copy goes on into the transcript,
+/// which still gets every byte, and the run is moot-run's failure: the reader never got it.
 #[derive(Default)]
 struct Copied {
     read: Option<io::Error>,
@@ -817,7 +817,12 @@ impl Copied {
             return Err(e).context("cannot write --transcript: it is incomplete");
         }
         if let Some(e) = self.stdout {
-            return Err(e).context("cannot write stdout");
+            let kept = if e.kind() == io::ErrorKind::BrokenPipe {
+                "; the transcript, if any, has every byte"
+            } else {
+                ""
+            };
+            return Err(e).context(format!("cannot write stdout{kept}"));
         }
         if let Some(e) = self.read {
             return Err(e).context("cannot read the command's stdout");
@@ -846,10 +851,10 @@ fn copy(mut from: ChildStdout, stdout: File, transcript: Option<File>) -> Copied
                 continue;
             };
             *sink = None;
-            match (is_stdout, e.kind()) {
-                (true, io::ErrorKind::BrokenPipe) => {}
-                (true, _) => copied.stdout = Some(e),
-                (false, _) => copied.transcript = Some(e),
+            if *is_stdout {
+                copied.stdout = Some(e);
+            } else {
+                copied.transcript = Some(e);
             }
         }
     }

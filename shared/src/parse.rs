@@ -234,7 +234,7 @@ fn deliver(tool: &str, mut parsed: Parsed, args: &ParseArgs) -> anyhow::Result<E
         json.push('\n');
         json
     };
-    write_ignoring_closed_pipe(out.as_bytes()).context("cannot write to stdout")?;
+    write_stdout(out.as_bytes()).context("cannot write to stdout")?;
     Ok(ExitCode::from(if envelope.run.ok {
         EXIT_OK
     } else {
@@ -249,13 +249,11 @@ fn with_final_newline(mut text: String) -> String {
     text
 }
 
-/// The verdict belongs in the exit status even when nobody reads stdout any more.
-fn write_ignoring_closed_pipe(bytes: &[u8]) -> io::Result<()> {
+/// Prints the verdict. A reader that went away (EPIPE) is an error like any other: a verdict
+/// nobody received was not delivered, so the exit status must not say it was.
+fn write_stdout(bytes: &[u8]) -> io::Result<()> {
     let mut stdout = io::stdout().lock();
-    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        other => other,
-    }
+    stdout.write_all(bytes).and_then(|()| stdout.flush())
 }
 
 /// A stream read to its end, before the process outcome and the result contract are applied.

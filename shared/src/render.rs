@@ -16,6 +16,7 @@ use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
@@ -474,7 +475,7 @@ pub fn run(tool: &str, args: &RenderArgs) -> anyhow::Result<ExitCode> {
             stage::remove(plan);
         }
     }
-    emitted?;
+    emitted.context("cannot write the rendering")?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,11 +1,11 @@
 //! How every tool ends: one place that prints an error chain once, as
 //! `moot-<tool>: <what>: <why>` on stderr, and maps the outcome to an exit status.
 
-use std::io;
 use std::process::ExitCode;
 
-/// Runs a tool's body. An `Err` is printed on one line and exits with `failure_status`; a broken
-/// pipe on stdout is success (the reader went away, as with `moot-parse-omp | head -c 10`).
+/// Runs a tool's body. An `Err` is printed on one line and exits with `failure_status`. A
+/// broken pipe on stdout is such an error too: output that did not arrive is a failure, or an
+/// orchestrator would take a verdict nobody read for one that was delivered.
 pub fn run_tool(
     tool: &str,
     failure_status: u8,
@@ -13,20 +13,11 @@ pub fn run_tool(
 ) -> ExitCode {
     match body() {
         Ok(code) => code,
-        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             print_error(tool, &e);
             ExitCode::from(failure_status)
         }
     }
-}
-
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|cause| {
-        cause
-            .downcast_ref::<io::Error>()
-            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
-    })
 }
 
 /// Folds a message onto one line: control characters (newlines included) become spaces, so a

@@ -53,6 +53,8 @@ const KNOWN_ABIS: [ABI; 7] = [
     ABI::V7,
 ];
 
+/// `--check` could not write its report (stdout closed or full).
+pub const EXIT_OUTPUT_FAILED: u8 = 1;
 /// Bad flags or paths.
 pub const EXIT_USAGE: u8 = 2;
 /// The kernel cannot enforce the policy; the command was not run.
@@ -757,9 +759,14 @@ fn check() -> Result<ExitCode, Refusal> {
     let mut line = serde_json::to_vec(&report)
         .map_err(|e| Refusal::cannot_enforce(anyhow!("cannot print the report: {e}")))?;
     line.push(b'\n');
-    std::io::stdout()
+    let mut stdout = std::io::stdout().lock();
+    stdout
         .write_all(&line)
-        .map_err(|e| Refusal::cannot_enforce(anyhow!("cannot write stdout: {e}")))?;
+        .and_then(|()| stdout.flush())
+        .map_err(|e| Refusal {
+            status: EXIT_OUTPUT_FAILED,
+            error: anyhow!("cannot write the --check report to stdout: {e}"),
+        })?;
     let fully = report.probe.passed && missing.is_empty();
     Ok(ExitCode::from(if fully { 0 } else { EXIT_CANNOT_ENFORCE }))
 }

@@ -116,7 +116,7 @@ fn stdin_is_drained_to_eof() {
 }
 
 #[test]
-fn a_closed_stdout_keeps_the_verdict_in_the_exit_status() {
+fn a_closed_stdout_is_an_output_failure() {
     let mut child = Command::new(BIN)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -131,7 +131,8 @@ fn a_closed_stdout_keeps_the_verdict_in_the_exit_status() {
         .write_all(&case("omp", "no-agent-end"))
         .unwrap();
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(1));
+    // Regression: the verdict's own status (1) came out as if it had been delivered.
+    assert_eq!(status.code(), Some(2));
 }
 
 #[test]

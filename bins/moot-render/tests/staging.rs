@@ -358,10 +358,16 @@ fn a_reader_that_goes_away_leaves_nothing_staged() {
         .stdout(std::process::Stdio::from(write_end))
         .output()
         .unwrap();
-    // A reader that went away is not an error (as with `| head`), but nobody got the argv.
+    // Regression: this exited 0. Nobody got the argv: exit 1, as the man page says.
     assert_eq!(
-        (out.status.code(), out.stderr.as_slice()),
-        (Some(0), &b""[..])
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).as_ref()
+        ),
+        (
+            Some(1),
+            "moot-render: cannot write the rendering: Broken pipe (os error 32)\n"
+        )
     );
     assert!(env.staged_under_tmpdir().is_empty());
 }

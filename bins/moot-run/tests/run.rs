@@ -435,8 +435,7 @@ fn argv_on_stdin_must_be_nul_terminated() {
 #[test]
 fn a_signal_while_argv_is_awaited_on_stdin_stops_moot_run_and_cleans_up() {
     let dir = tempfile::tempdir().unwrap();
-    let stage = dir.path().join("stage");
-    fs::create_dir(&stage).unwrap();
+    let stage = moot::testkit::scratch_dir(dir.path(), "stage");
     let mut child = moot_run_default_signals(&["--cleanup", stage.to_str().unwrap()])
         .stdin(Stdio::piped())
         .stderr(Stdio::piped())
@@ -649,12 +648,30 @@ fn a_closed_stdout_still_leaves_a_complete_transcript() {
         "/dev/zero",
     ])
     .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
     .spawn()
     .unwrap();
     drop(child.stdout.take()); // The reader goes away at once.
     let status = wait_bounded(&mut child);
-    assert_eq!(status.code(), Some(0));
+    // Regression: this exited 0, as if the output had been delivered.
+    assert_eq!(
+        status.code(),
+        Some(125),
+        "a lost stdout is moot-run's failure"
+    );
     assert_eq!(fs::metadata(&transcript).unwrap().len(), 1 << 20);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(
+        err,
+        "moot-run: cannot write stdout; the transcript, if any, has every byte: Broken pipe \
+         (os error 32)\n"
+    );
 }
 
 /// The environment the preset tests start from: known names only.

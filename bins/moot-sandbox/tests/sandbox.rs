@@ -646,3 +646,20 @@ fn the_sandbox_outlives_exec_into_every_descendant() {
 fn man_page_documents_every_flag() {
     moot::testkit::check_man_page(BIN, "moot-sandbox.1");
 }
+
+/// Regression: `--check` into a closed pipe exited 3, which means "the kernel cannot enforce".
+#[test]
+fn check_into_a_closed_pipe_is_an_output_failure_not_a_kernel_one() {
+    let (read_end, write_end) = nix::unistd::pipe().unwrap();
+    drop(read_end);
+    let out = Command::new(BIN)
+        .arg("--check")
+        .stdout(std::process::Stdio::from(write_end))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "moot-sandbox: cannot write the --check report to stdout: Broken pipe (os error 32)\n"
+    );
+}
