@@ -13,6 +13,7 @@ pub mod ndjson;
 pub mod outcome;
 pub mod parse;
 pub mod private_file;
+pub mod privilege;
 pub mod registry;
 pub mod render;
 pub mod report;
@@ -21,6 +22,6 @@ pub mod sandbox;
 pub mod session;
 pub mod sniff;
 pub mod stage;
-#[cfg(feature = "testkit")]
+#[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 pub mod worktree;

@@ -39,7 +39,12 @@ pub fn print_error(tool: &str, error: &anyhow::Error) {
 /// `tool: <clap's message> (see --help)`, ending the tool with `usage_status` (moot-run's is 125,
 /// as timeout(1)'s, so it cannot be mistaken for the command's own status). `--help` and
 /// `--version` print as clap formats them and exit 0.
+///
+/// Every tool starts here, so this is also where each makes itself undumpable
+/// (src/privilege.rs): it holds the caller's whole environment, secrets included, which a
+/// sandboxed agent of the same user must not read through `/proc/<pid>/environ`.
 pub fn parse_args<P: clap::Parser>(tool: &str, usage_status: u8) -> Result<P, ExitCode> {
+    crate::privilege::hide_from_same_user();
     P::try_parse().map_err(|error| {
         if error.exit_code() == 0 {
             // Nothing useful is left to do if stdout is gone.

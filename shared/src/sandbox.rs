@@ -15,13 +15,13 @@
 use std::convert::Infallible;
 use std::ffi::OsString;
 use std::fmt;
-use std::fs::{self, File};
-use std::io::{Read, Write};
+use std::fs;
+use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-use anyhow::anyhow;
+use anyhow::{anyhow, Context};
 use landlock::{
     Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, LandlockStatus, NetPort,
     PathBeneath, PathFd, RestrictSelf, RestrictionStatus, Ruleset, RulesetAttr, RulesetCreatedAttr,
@@ -29,12 +29,12 @@ use landlock::{
 };
 use nix::errno::Errno;
 use nix::sys::prctl;
-use nix::sys::wait::waitpid;
-use nix::unistd::{fork, pipe, ForkResult};
+use nix::unistd::geteuid;
 use serde::{Deserialize, Serialize};
 
 use crate::exec::{resolve_program, Unresolved};
 use crate::outcome::{EXIT_CANNOT_INVOKE, EXIT_NOT_FOUND};
+use crate::privilege::{self, CapSets, Identity};
 use crate::report;
 
 /// The newest Landlock ABI this build uses and was tested on (Linux 6.15). Every right of it is
@@ -114,6 +114,22 @@ pub struct SandboxArgs {
     #[arg(long)]
     pub no_defaults: bool,
 
+    /// Let --rw and --rw-try directories also take new character and block device files
+    /// (left out by default: a device node made there could reach the kernel's devices).
+    #[arg(long)]
+    pub allow_devices: bool,
+
+    /// Run the command as USER (a name or number; GROUP, or else USER's primary group), with no
+    /// supplementary groups. Needs root; recommended for CI containers that run as root, since
+    /// Landlock does not stop chmod, chown or utime of the files a user owns.
+    #[arg(long, value_name = "USER[:GROUP]")]
+    pub user: Option<String>,
+
+    /// Keep the capabilities moot-sandbox was started with (by default every set is emptied, so
+    /// root cannot chmod, mknod, read other processes or open raw sockets past Landlock).
+    #[arg(long)]
+    pub keep_caps: bool,
+
     /// Print as JSON what this kernel can enforce and the result of a real self-probe, then exit.
     #[arg(long, conflicts_with = "command")]
     pub check: bool,
@@ -174,6 +190,12 @@ impl From<Unresolved> for Refusal {
 
 fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusal> {
     let argv = &args.command;
+    let identity = args
+        .user
+        .as_deref()
+        .map(Identity::parse)
+        .transpose()
+        .map_err(Refusal::usage)?;
     // Resolved before the sandbox exists: PATH's directories need not be readable inside it.
     let program = resolve_program(&argv[0], std::env::var_os("PATH").as_deref())?;
     let policy = Policy::from_args(args, &program)?;
@@ -197,6 +219,7 @@ fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusa
         eprintln!("{tool}: not enforced ({support}): {}", missing.describe());
     }
 
+    give_up_privileges(identity.as_ref(), args.keep_caps)?;
     // Set here, not only by the crate, so it holds on every path that runs the command.
     prctl::set_no_new_privs()
         .map_err(|e| Refusal::cannot_enforce(anyhow!("cannot set no_new_privs: {e}")))?;
@@ -213,7 +236,36 @@ fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusa
         .arg0(&argv[0])
         .args(&argv[1..])
         .exec();
-    Err(exec_failure(&program, error))
+    Err(exec_failure(&program, error, identity.is_some()))
+}
+
+/// Root's capabilities reach past Landlock (chmod and chown of any file, mknod, reading other
+/// processes' memory and environment, raw sockets): every set is emptied unless `--keep-caps`,
+/// and `--user` leaves root for good. The command does not run if any capability would remain.
+fn give_up_privileges(identity: Option<&Identity>, keep_caps: bool) -> Result<(), Refusal> {
+    let cannot = |e: anyhow::Error| Refusal::cannot_enforce(e);
+    if !keep_caps {
+        privilege::drop_bounding_and_ambient().map_err(cannot)?;
+    }
+    if let Some(identity) = identity {
+        privilege::switch_user(identity)
+            .context("--user: moot-sandbox must start as root to switch users")
+            .map_err(cannot)?;
+    }
+    if keep_caps {
+        return Ok(());
+    }
+    privilege::clear_process_capabilities().map_err(cannot)?;
+    let sets = CapSets::read()
+        .context("cannot read the capability sets back")
+        .map_err(cannot)?;
+    if !sets.none_after_exec(geteuid().as_raw()) {
+        return Err(cannot(anyhow!(
+            "capabilities remain after dropping them ({sets:?}): run the command as another \
+             user with --user, or pass --keep-caps to run it with them"
+        )));
+    }
+    Ok(())
 }
 
 fn remedy(missing: &Rights) -> &'static str {
@@ -242,7 +294,7 @@ fn verify(status: &RestrictionStatus, best_effort: bool) -> Result<(), Refusal> 
     }
 }
 
-fn exec_failure(program: &Path, error: std::io::Error) -> Refusal {
+fn exec_failure(program: &Path, error: std::io::Error, other_user: bool) -> Refusal {
     let shown = program.display();
     match Errno::from_raw(error.raw_os_error().unwrap_or(0)) {
         Errno::ENOENT => Refusal {
@@ -253,7 +305,12 @@ fn exec_failure(program: &Path, error: std::io::Error) -> Refusal {
             status: EXIT_CANNOT_INVOKE as u8,
             error: anyhow!(
                 "cannot run ({shown}): {error}: the sandbox may deny the binary, its #! \
-                 interpreter or its shared libraries; grant them with --rx"
+                 interpreter or its shared libraries; grant them with --rx{}",
+                if other_user {
+                    " (and the --user must be able to read and execute them)"
+                } else {
+                    ""
+                }
             ),
         },
         _ => Refusal {
@@ -270,8 +327,10 @@ pub enum Grant {
     Read,
     /// Read, and execute files.
     ReadExec,
-    /// Every filesystem right of the target ABI.
+    /// Every filesystem right of the target ABI but making device files.
     ReadWrite,
+    /// Every filesystem right of the target ABI (`--rw` with `--allow-devices`).
+    ReadWriteDevices,
     /// Read and write a device file (`/dev/null`), without ioctl: no TIOCSTI through `/dev/tty`.
     Device,
 }
@@ -281,7 +340,10 @@ impl Grant {
         match self {
             Grant::Read => AccessFs::from_read(TARGET_ABI) & !AccessFs::Execute,
             Grant::ReadExec => AccessFs::from_read(TARGET_ABI),
-            Grant::ReadWrite => AccessFs::from_all(TARGET_ABI),
+            Grant::ReadWrite => {
+                AccessFs::from_all(TARGET_ABI) & !(AccessFs::MakeChar | AccessFs::MakeBlock)
+            }
+            Grant::ReadWriteDevices => AccessFs::from_all(TARGET_ABI),
             Grant::Device => AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate,
         }
     }
@@ -338,13 +400,18 @@ impl Policy {
         } else {
             default_rules(program)
         };
+        let rw = if args.allow_devices {
+            Grant::ReadWriteDevices
+        } else {
+            Grant::ReadWrite
+        };
         let asked = [
             ("--ro", &args.ro, Grant::Read, false),
             ("--rx", &args.rx, Grant::ReadExec, false),
-            ("--rw", &args.rw, Grant::ReadWrite, false),
+            ("--rw", &args.rw, rw, false),
             ("--ro-try", &args.ro_try, Grant::Read, true),
             ("--rx-try", &args.rx_try, Grant::ReadExec, true),
-            ("--rw-try", &args.rw_try, Grant::ReadWrite, true),
+            ("--rw-try", &args.rw_try, rw, true),
         ];
         for (origin, list, grant, optional) in asked {
             for path in list {
@@ -683,11 +750,80 @@ pub struct CheckReport {
     pub enforceable: Vec<String>,
     /// The rights of the target ABI it does not, with the ABI each needs.
     pub not_enforceable: Vec<String>,
+    /// What the sandbox does not restrict on any kernel, and why ([`NOT_COVERED`]).
+    pub not_covered: Vec<Uncovered>,
     pub probe: Probe,
 }
 
-/// The self-probe: a forked child restricts itself to one writable directory, then writes inside
-/// it and beside it.
+/// Something the sandbox leaves open, said plainly.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Uncovered {
+    pub what: String,
+    pub why: String,
+}
+
+/// What moot-sandbox does not restrict, whatever the kernel: `--check` reports it and the man
+/// page's "Not covered" section lists every name.
+pub const NOT_COVERED: &[(&str, &str)] = &[
+    (
+        "chmod",
+        "Landlock does not mediate file modes: the command can chmod any file it owns that it \
+         can name, granted or not (root without capabilities owns root's files); run it as \
+         another user with --user",
+    ),
+    (
+        "chown",
+        "not mediated; needs CAP_CHOWN (dropped unless --keep-caps) except to change the group \
+         of one's own files",
+    ),
+    (
+        "utime",
+        "not mediated: the command can change the times of files it owns; use --user",
+    ),
+    (
+        "xattr",
+        "extended attributes of files the command owns are not mediated; use --user",
+    ),
+    (
+        "unix_socket_pathname",
+        "connecting to a pathname UNIX socket (docker, systemd) is restricted only from \
+         Landlock ABI 9, which this build does not target",
+    ),
+    (
+        "udp",
+        "UDP and other non-TCP protocols are restricted only from Landlock ABI 10, which this \
+         build does not target",
+    ),
+    (
+        "stat_access",
+        "stat(2) and access(2) are not mediated: a denied file may appear to exist and be \
+         readable",
+    ),
+    (
+        "proc_same_sandbox",
+        "processes inside the same sandbox can read each other's /proc/<pid>/environ (Landlock \
+         separates sandboxes, not the processes in one); moot-run makes itself undumpable for \
+         that reason. Outside the sandbox nothing is readable once capabilities are dropped; \
+         with --keep-caps, root reads every process",
+    ),
+    (
+        "inherited_descriptors",
+        "descriptors opened before the sandbox keep their access",
+    ),
+];
+
+fn not_covered() -> Vec<Uncovered> {
+    NOT_COVERED
+        .iter()
+        .map(|(what, why)| Uncovered {
+            what: what.to_string(),
+            why: why.to_string(),
+        })
+        .collect()
+}
+
+/// The self-probe: a thread restricts itself to one writable directory, then writes inside it
+/// and beside it.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Probe {
     /// The allowed write succeeded, the denied one failed with EACCES, no_new_privs was set.
@@ -754,6 +890,7 @@ fn check() -> Result<ExitCode, Refusal> {
         target_abi: abi_number(TARGET_ABI),
         enforceable: enforceable.names(),
         not_enforceable: missing.described(),
+        not_covered: not_covered(),
         probe,
     };
     let mut line = serde_json::to_vec(&report)
@@ -795,42 +932,28 @@ fn run_probe() -> anyhow::Result<Probe> {
         scoped: false,
     };
     let rules = open_rules(&policy.paths).map_err(|refusal| refusal.error)?;
-    let (reader, writer) = pipe()?;
-    // SAFETY: moot-sandbox is single-threaded, so the child may allocate; the child branch never
-    // returns into the caller, every path of it ends in _exit.
-    match unsafe { fork() }? {
-        ForkResult::Child => {
-            drop(reader);
-            let probe = probe_in_child(&policy, rules, &inside, &outside);
-            let bytes = serde_json::to_vec(&probe).unwrap_or_default();
-            let _ = File::from(writer).write_all(&bytes);
-            // SAFETY: ends the forked child without running the parent's exit handlers.
-            unsafe { nix::libc::_exit(0) }
-        }
-        ForkResult::Parent { child } => {
-            drop(writer);
-            drop(rules);
-            let mut bytes = Vec::new();
-            File::from(reader).read_to_end(&mut bytes)?;
-            let status = waitpid(child, None)?;
-            let mut probe: Probe = serde_json::from_slice(&bytes)
-                .map_err(|_| anyhow!("the probe process ended without a report ({status:?})"))?;
-            // Trust the filesystem, not only the child's word.
-            probe.allowed_write.succeeded &=
-                fs::read(inside.join("probe")).is_ok_and(|b| b == b"moot");
-            probe.denied_write.succeeded |= outside.join("probe").exists();
-            probe.passed = probe.error.is_none()
-                && probe.ruleset.as_deref() == Some("fully_enforced")
-                && probe.no_new_privs
-                && probe.allowed_write.succeeded
-                && !probe.denied_write.succeeded
-                && probe.denied_write.errno.as_deref() == Some("EACCES");
-            Ok(probe)
-        }
-    }
+    // Landlock and no_new_privs apply to the calling thread only (no TSYNC is asked), so the
+    // probe restricts a thread of its own that ends with it: the process that runs the probe
+    // is never confined, whatever other threads it has, and nothing is forked.
+    let mut probe = std::thread::scope(|scope| {
+        scope
+            .spawn(|| probe_in_thread(&policy, rules, &inside, &outside))
+            .join()
+    })
+    .map_err(|_| anyhow!("the probe thread panicked"))?;
+    // Trust the filesystem, not only the thread's word.
+    probe.allowed_write.succeeded &= fs::read(inside.join("probe")).is_ok_and(|b| b == b"moot");
+    probe.denied_write.succeeded |= outside.join("probe").exists();
+    probe.passed = probe.error.is_none()
+        && probe.ruleset.as_deref() == Some("fully_enforced")
+        && probe.no_new_privs
+        && probe.allowed_write.succeeded
+        && !probe.denied_write.succeeded
+        && probe.denied_write.errno.as_deref() == Some("EACCES");
+    Ok(probe)
 }
 
-fn probe_in_child(
+fn probe_in_thread(
     policy: &Policy,
     rules: Vec<PathBeneath<PathFd>>,
     inside: &Path,
@@ -885,7 +1008,33 @@ mod tests {
             assert!(rw.contains(right), "rw lacks {}", fs_name(right));
         }
         assert!(!rw.contains(AccessFs::ResolveUnix), "ABI 9 is not targeted");
+        for device in [AccessFs::MakeChar, AccessFs::MakeBlock] {
+            assert!(!rw.contains(device), "--rw makes devices only when asked");
+            assert!(Grant::ReadWriteDevices.access().contains(device));
+        }
         assert!(!Grant::Device.access().contains(AccessFs::IoctlDev));
+    }
+
+    /// The probe confines a thread of its own: the caller (this test's thread) is left with no
+    /// Landlock domain and no no_new_privs, and can still write where the probe could not.
+    #[test]
+    fn the_probe_never_confines_its_caller() {
+        let probe = probe();
+        if probe.error.is_some() {
+            crate::testkit::skip(
+                "the_probe_never_confines_its_caller",
+                &format!("the probe could not run: {probe:?}"),
+            );
+            return;
+        }
+        assert!(probe.passed, "{probe:?}");
+        assert!(
+            !prctl::get_no_new_privs().unwrap(),
+            "no_new_privs leaked to the caller"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("after"), b"x").unwrap();
+        assert!(Support::detect().is_available());
     }
 
     #[test]

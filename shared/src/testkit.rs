@@ -9,6 +9,19 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+/// Set (to anything) by `.ci/run`: a test that cannot run here fails instead of skipping, so a
+/// CI machine without the kernel or the tools a test needs never passes it silently.
+pub const NO_SKIP: &str = "MOOT_NO_SKIP";
+
+/// Skips `test` loudly (`SKIPPED test: why` on stderr), or fails it when [`NO_SKIP`] is set.
+pub fn skip(test: &str, why: &str) {
+    assert!(
+        std::env::var_os(NO_SKIP).is_none(),
+        "{test} cannot run here and {NO_SKIP} is set: {why}"
+    );
+    eprintln!("SKIPPED {test}: {why}");
+}
+
 /// Runs `bin` with `args`, feeding `stdin` from a thread (so a large input cannot deadlock
 /// against a full stdout pipe), and returns its whole output.
 pub fn run(bin: &str, args: &[String], stdin: &[u8]) -> Output {

@@ -11,34 +11,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const TOOLS: &[&str] = &[
-    "moot-render",
-    "moot-run",
-    "moot-sandbox",
-    "moot-parse-omp",
-    "moot-parse-claude",
-    "moot-parse-codex",
-    "moot-parse-kimi",
-    "moot-parse-pi",
-];
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// target/<profile>/, where cargo put the workspace's binaries.
-fn tool_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
-    for tool in TOOLS {
-        assert!(
-            dir.join(tool).exists(),
-            "{tool} is not built in {}: run `cargo build --workspace` (or `make test`) first",
-            dir.display()
-        );
-    }
-    dir
-}
+mod common;
+use common::{root, tool_dir};
 
 /// A directory of stub CLIs; put first on PATH.
 struct Stubs {

@@ -22,9 +22,13 @@ Defaults (off with --no-defaults): read+execute /usr /bin /sbin /lib /lib32 /lib
 command's own directory; read /etc /proc; read+write /dev/null /dev/zero /dev/full /dev/random
 /dev/urandom /dev/tty. /tmp and $HOME are not granted unless asked.
 
-Exit status: the command's own once it runs; 2 usage (bad flag, relative or missing path);
-3 the kernel cannot enforce the policy (the command did not run); 126 the command could not be
-executed; 127 it was not found.
+Every capability is dropped before the command runs (root cannot chmod, mknod, read other
+processes or open raw sockets past Landlock) unless --keep-caps; as root in CI, also run the
+command as an unprivileged --user, since Landlock does not mediate chmod of one's own files.
+
+Exit status: the command's own once it runs; 1 --check could not write its report; 2 usage
+(bad flag, relative or missing path, unknown --user); 3 the kernel cannot enforce the policy
+(the command did not run); 126 the command could not be executed; 127 it was not found.
 
 Examples:
   moot-sandbox --rw \"$PWD\" --rw-try \"$HOME/.cache\" -- node agent.js

@@ -1,6 +1,6 @@
 //! moot-sandbox against the real kernel: every denial is proven by a real process failing, as
 //! root too (Landlock confines root). A test that needs a newer Landlock ABI than the kernel has
-//! says so on stderr and skips.
+//! says so on stderr and skips, or fails under MOOT_NO_SKIP (set by .ci/run).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::fs;
@@ -9,6 +9,7 @@ use std::net::TcpListener;
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{SocketAddr, UnixListener};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -50,7 +51,10 @@ fn kernel_abi() -> i64 {
 fn kernel_has(needed: i64, test: &str) -> bool {
     let abi = kernel_abi();
     if abi < needed {
-        eprintln!("SKIPPED {test}: needs Landlock ABI {needed}, this kernel has ABI {abi}");
+        moot::testkit::skip(
+            test,
+            &format!("needs Landlock ABI {needed}, this kernel has ABI {abi}"),
+        );
         return false;
     }
     true
@@ -370,7 +374,10 @@ fn node() -> Option<PathBuf> {
         .map(|dir| Path::new(dir).join("node"))
         .find(|candidate| candidate.is_file());
     if node.is_none() {
-        eprintln!("SKIPPED: node is not installed; these tests run a real node under the sandbox");
+        moot::testkit::skip(
+            "node",
+            "node is not installed; these tests run a real node under the sandbox",
+        );
     }
     node
 }
@@ -456,7 +463,10 @@ fn python3() -> Option<(String, String)> {
             Some((lines.next()?, lines.next()?))
         });
     if found.is_none() {
-        eprintln!("SKIPPED: python3 is not installed; it connects to the abstract socket");
+        moot::testkit::skip(
+            "python3",
+            "python3 is not installed; it connects to the abstract socket",
+        );
     }
     found
 }
@@ -662,4 +672,242 @@ fn check_into_a_closed_pipe_is_an_output_failure_not_a_kernel_one() {
         stderr(&out),
         "moot-sandbox: cannot write the --check report to stdout: Broken pipe (os error 32)\n"
     );
+}
+
+/// True when the tests run as root (CI does); the root-only tests skip loudly otherwise.
+fn is_root(test: &str) -> bool {
+    let root = nix::unistd::geteuid().is_root();
+    if !root {
+        moot::testkit::skip(test, "needs root: it checks what root can no longer do");
+    }
+    root
+}
+
+/// The capability sets a command sees, from its own /proc/self/status.
+fn caps_inside(extra: &[&str]) -> String {
+    let mut args = extra.to_vec();
+    args.extend(["--", "sh", "-c", "grep ^Cap /proc/self/status"]);
+    let out = sandbox(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    stdout(&out)
+}
+
+/// Regression: root inside the sandbox kept every capability. Now all five sets are empty
+/// unless --keep-caps.
+#[test]
+fn root_runs_with_no_capability_unless_it_keeps_them() {
+    if !is_root("root_runs_with_no_capability_unless_it_keeps_them")
+        || !kernel_has(1, "root_runs_with_no_capability_unless_it_keeps_them")
+    {
+        return;
+    }
+    let dropped = caps_inside(&[]);
+    for set in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+        assert!(
+            dropped.contains(&format!("{set}:\t0000000000000000")),
+            "{set} not empty: {dropped}"
+        );
+    }
+    let kept = caps_inside(&["--keep-caps"]);
+    assert!(!kept.contains("CapEff:\t0000000000000000"), "{kept}");
+}
+
+/// Regression: root chmodded a file it was never granted (0600 -> 0666). Without capabilities
+/// root cannot touch another user's file; with --user it cannot touch root's either (Landlock
+/// does not mediate chmod of one's own files: man page, Not covered).
+#[test]
+fn root_cannot_chmod_chown_or_utime_files_it_was_never_granted() {
+    if !is_root("root_cannot_chmod_chown_or_utime_files_it_was_never_granted")
+        || !kernel_has(
+            1,
+            "root_cannot_chmod_chown_or_utime_files_it_was_never_granted",
+        )
+    {
+        return;
+    }
+    let t = tree();
+    fs::set_permissions(t._root.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(&t.outside, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(&t.secret, fs::Permissions::from_mode(0o600)).unwrap();
+    let theirs = t.outside.join("theirs");
+    fs::write(&theirs, "another user's\n").unwrap();
+    fs::set_permissions(&theirs, fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(4242), Some(4242)).unwrap();
+    let attempt = |file: &Path, flags: &[&str]| {
+        let script = format!(
+            "chmod 666 {f}; chown 0:0 {f}; touch -d 2001-01-01 {f}; stat -c '%a %u %Y' {f}",
+            f = path(file)
+        );
+        let mut args = flags.to_vec();
+        args.extend(["--ro", path(&t.outside), "--", "sh", "-c", &script]);
+        let out = sandbox(&args);
+        (stdout(&out), stderr(&out))
+    };
+    let mtime = |file: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        fs::metadata(file).unwrap().mtime()
+    };
+    let before = mtime(&theirs);
+    let (seen, errors) = attempt(&theirs, &[]);
+    assert_eq!(seen, format!("600 4242 {before}\n"), "{errors}");
+    assert_eq!(
+        errors.lines().count(),
+        3,
+        "each attempt is refused: {errors}"
+    );
+
+    let before = mtime(&t.secret);
+    let (seen, errors) = attempt(&t.secret, &["--user", "nobody"]);
+    assert_eq!(seen, format!("600 0 {before}\n"), "{errors}");
+    assert_eq!(
+        errors.lines().count(),
+        3,
+        "each attempt is refused: {errors}"
+    );
+}
+
+/// Regression: `mknod rw/kmsg c 1 11; head rw/kmsg` read the kernel log. --rw no longer grants
+/// making devices; with --allow-devices Landlock lets it through but the dropped CAP_MKNOD
+/// does not; only --keep-caps with --allow-devices makes one.
+#[test]
+fn device_nodes_cannot_be_made_in_a_writable_directory() {
+    if !is_root("device_nodes_cannot_be_made_in_a_writable_directory")
+        || !kernel_has(1, "device_nodes_cannot_be_made_in_a_writable_directory")
+    {
+        return;
+    }
+    let t = tree();
+    let node = t.ws.join("kmsg");
+    let script = format!("mknod {} c 1 11 && head -c 1 {0} >/dev/null", path(&node));
+    for (flags, denial) in [
+        (&[][..], "Permission denied"),
+        (&["--allow-devices"][..], "Operation not permitted"),
+    ] {
+        let mut args = flags.to_vec();
+        args.extend(["--rw", path(&t.ws), "--", "sh", "-c", &script]);
+        let out = sandbox(&args);
+        assert_ne!(out.status.code(), Some(0), "{flags:?}");
+        assert!(stderr(&out).contains(denial), "{flags:?}: {}", stderr(&out));
+        assert!(!node.exists(), "{flags:?}: a device node was made");
+    }
+    let out = sandbox(&[
+        "--keep-caps",
+        "--allow-devices",
+        "--rw",
+        path(&t.ws),
+        "--",
+        "mknod",
+        path(&node),
+        "c",
+        "1",
+        "3",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(node.exists());
+}
+
+/// Regression: root read other processes' /proc/<pid>/environ and opened raw sockets.
+#[test]
+fn root_cannot_read_other_users_processes_or_open_raw_sockets() {
+    if !is_root("root_cannot_read_other_users_processes_or_open_raw_sockets")
+        || !kernel_has(
+            1,
+            "root_cannot_read_other_users_processes_or_open_raw_sockets",
+        )
+    {
+        return;
+    }
+    let Some((python, prefix)) = python3() else {
+        return;
+    };
+    let mut other = Command::new("sleep")
+        .arg("60")
+        .env("MOOT_CANARY", "canary-of-another-user")
+        .uid(4242)
+        .gid(4242)
+        .spawn()
+        .unwrap();
+    let script = format!(
+        "import socket\n\
+         try:\n    open('/proc/{pid}/environ','rb').read(); print('environ read')\n\
+         except OSError as e:\n    print(e.strerror)\n\
+         try:\n    socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP); print('raw')\n\
+         except OSError as e:\n    print(e.strerror)",
+        pid = other.id()
+    );
+    let out = sandbox(&["--rx", &prefix, "--", &python, "-c", &script]);
+    let kept = sandbox(&["--keep-caps", "--rx", &prefix, "--", &python, "-c", &script]);
+    other.kill().unwrap();
+    other.wait().unwrap();
+    assert_eq!(
+        stdout(&out),
+        "Permission denied\nOperation not permitted\n",
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        stdout(&kept),
+        "environ read\nraw\n",
+        "the test proves nothing"
+    );
+}
+
+#[test]
+fn user_runs_the_command_as_that_user_with_no_groups() {
+    if !is_root("user_runs_the_command_as_that_user_with_no_groups")
+        || !kernel_has(1, "user_runs_the_command_as_that_user_with_no_groups")
+    {
+        return;
+    }
+    let out = sandbox(&["--user", "65534:65534", "--", "id"]);
+    assert_eq!(
+        stdout(&out),
+        "uid=65534(nobody) gid=65534(nogroup) groups=65534(nogroup)\n",
+        "{}",
+        stderr(&out)
+    );
+    let bad = sandbox(&["--user", "no-such-user-xyz", "--", "id"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(
+        stderr(&bad),
+        "moot-sandbox: --user (no-such-user-xyz): no user named no-such-user-xyz\n"
+    );
+}
+
+/// The man page's "Not covered" section names everything `--check` reports as not covered.
+#[test]
+fn check_and_the_man_page_say_what_is_not_covered() {
+    let check: serde_json::Value = serde_json::from_slice(&sandbox(&["--check"]).stdout).unwrap();
+    let page =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../man/moot-sandbox.1"))
+            .unwrap()
+            .replace("\\-", "-")
+            .replace("\\(", "(");
+    let section = page
+        .split(".SS Not covered")
+        .nth(1)
+        .and_then(|rest| rest.split("\n.S").next())
+        .expect("a Not covered section");
+    let listed = check["not_covered"].as_array().unwrap();
+    for what in [
+        "chmod",
+        "chown",
+        "utime",
+        "xattr",
+        "unix_socket_pathname",
+        "udp",
+    ] {
+        assert!(
+            listed.iter().any(|item| item["what"] == what),
+            "{what} not in --check"
+        );
+    }
+    for item in listed {
+        let what = item["what"].as_str().unwrap();
+        assert!(
+            section.contains(what),
+            "man page's Not covered lacks {what}"
+        );
+        assert!(!item["why"].as_str().unwrap().is_empty());
+    }
 }
