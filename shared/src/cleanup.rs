@@ -132,7 +132,8 @@ fn check_marker(dir: &Path) -> anyhow::Result<()> {
     if !marked {
         anyhow::bail!(
             "has no {MARKER} marker: moot removes only the stage directories moot-render creates \
-             and scratch directories marked with `: >DIR/{MARKER}`"
+             (give --stage-dir a path that does not exist yet) and scratch directories marked \
+             with `: >DIR/{MARKER}`"
         );
     }
     Ok(())

@@ -89,9 +89,10 @@ pub enum Format {
     /// Each element followed by a NUL byte (for `moot-run`, `xargs -0`).
     #[default]
     Nul,
-    /// One JSON object: argv, staged paths, policy, plan mode, session id, warnings.
+    /// One JSON object: argv, staged paths, policy, plan mode, session id, warnings. A preview:
+    /// stages nothing, and says where a large prompt would go.
     Json,
-    /// One shell-quoted line, for a human.
+    /// One shell-quoted line, for a human. A preview, as json.
     Sh,
 }
 
