@@ -80,7 +80,7 @@ moot_adapter() {
     fi
 
     # Private scratch (0700, files 0600): the prompt, the rendered argv, the stage directory, and
-    # out/ where moot-run writes its status file (the one place the sandbox lets it write).
+    # out/ where moot-run writes its status file (none of it in the agent's reach).
     # One mkdir creates both (it fails rather than reuse a name that exists, a planted symlink
     # included); mktemp is the fallback when a stale directory holds this pid's name.
     umask 077
@@ -112,9 +112,11 @@ moot_adapter() {
     # handed to the parser (moot_stderr_to_parser=1) instead of passed through.
     moot_stderr=
     [ "${moot_stderr_to_parser:-0}" = 1 ] && moot_stderr=$moot_work/out/stderr
-    set -- moot-run --status-file "$moot_work/out/status" --cleanup "$moot_stage" \
-        ${moot_stderr:+--stderr-file "$moot_stderr"} \
-        ${MOOT_DEADLINE:+--deadline "$MOOT_DEADLINE"}
+    # moot-run stays outside the sandbox and moot-sandbox wraps only the CLI (its argv, read
+    # from stdin, goes after the prefix), so the status file, the stderr file and the stage
+    # directory are written and removed by the harness and never by the agent: the sandbox
+    # grants the stage read-only and the rest of the scratch directory not at all.
+    set --
     if [ -n "${MOSAIC_WORKSPACE:-}" ]; then
         # The CLI itself must stay executable inside the sandbox: its directory on PATH, and the
         # directory its symlink resolves to (an npm install's node_modules/.bin links).
@@ -122,12 +124,15 @@ moot_adapter() {
         moot_cli_path=$(command -v "$moot_cli") || moot_cli_path=
         moot_cli_real=$(readlink -f "$moot_cli_path" 2>/dev/null) || moot_cli_real=
         # shellcheck disable=SC2086 # MOOT_SANDBOX_FLAGS is a list of flags on purpose
-        set -- moot-sandbox --rw "$MOSAIC_WORKSPACE" --ro-try "$moot_stage" --rw "$moot_work/out" \
+        set -- --stdin-argv -- moot-sandbox --rw "$MOSAIC_WORKSPACE" --ro-try "$moot_stage" \
             ${MOSAIC_SYSTEM_PROMPT_FILE:+--ro "$MOSAIC_SYSTEM_PROMPT_FILE"} \
             ${moot_cli_path:+--rx-try "${moot_cli_path%/*}"} \
             ${moot_cli_real:+--rx-try "${moot_cli_real%/*}"} \
-            ${MOOT_SANDBOX_FLAGS:-} -- "$@"
+            ${MOOT_SANDBOX_FLAGS:-} --
     fi
+    set -- moot-run --status-file "$moot_work/out/status" --cleanup "$moot_stage" \
+        ${moot_stderr:+--stderr-file "$moot_stderr"} \
+        ${MOOT_DEADLINE:+--deadline "$MOOT_DEADLINE"} "$@"
 
     if [ "$moot_parser" = raw ]; then
         "$@" <"$moot_work/argv"

@@ -94,6 +94,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub cleanup: Vec<PathBuf>,
 
+    /// Read NUL-terminated argv from stdin and append it to COMMAND, which is then a prefix:
+    /// `moot-render … | moot-run --stdin-argv -- moot-sandbox --rw "$wt" --` keeps moot-run
+    /// (and the files it writes) outside the sandbox, with the sandbox wrapping only the CLI.
+    #[arg(long, requires = "command")]
+    pub stdin_argv: bool,
+
     /// The command and its arguments; without them, NUL-terminated argv is read from stdin.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -272,11 +278,10 @@ fn execute(tool: &str, args: &RunArgs, record: &mut Record) -> Result<(), Failur
     let signals = Signals::catch()
         .context("cannot set up signal handling")
         .map_err(Failure::runner)?;
-    let argv = if args.command.is_empty() {
-        argv_from_stdin(&signals).map_err(Failure::runner)?
-    } else {
-        args.command.clone()
-    };
+    let mut argv = args.command.clone();
+    if argv.is_empty() || args.stdin_argv {
+        argv.extend(argv_from_stdin(&signals).map_err(Failure::runner)?);
+    }
     let env = child_env(tool, args);
     let search_path = match &env {
         Some(vars) => vars

@@ -17,12 +17,16 @@ use common::{root, tool_dir};
 /// A directory of stub CLIs; put first on PATH.
 struct Stubs {
     dir: tempfile::TempDir,
+    /// The adapter's TMPDIR, apart from `dir` (which tests grant to the sandbox): the scratch
+    /// directory the adapter makes there must never be in the agent's reach.
+    tmp: tempfile::TempDir,
 }
 
 impl Stubs {
     fn new() -> Self {
         Stubs {
             dir: tempfile::tempdir().unwrap(),
+            tmp: tempfile::tempdir().unwrap(),
         }
     }
 
@@ -75,8 +79,7 @@ impl Stubs {
 /// Runs one adapter with exactly `env` (plus PATH, HOME and TMPDIR), as Mosaic's runner does:
 /// `/bin/sh adapter.sh`, stdin closed.
 fn adapter(runtime: &str, stubs: &Stubs, env: &[(&str, &str)]) -> Output {
-    let tmp = stubs.path("tmp");
-    fs::create_dir_all(&tmp).unwrap();
+    let tmp = stubs.tmp.path();
     let path = format!(
         "{}:{}:/usr/bin:/bin",
         stubs.dir.path().display(),
@@ -238,6 +241,33 @@ fn omp_oversize_request_is_staged_and_removed() {
     assert!(argv.iter().all(|a| a.len() < 1024), "a large argv element");
     let attachment = argv.iter().find(|a| a.starts_with('@')).expect("an @file");
     assert!(attachment.ends_with("/prompt.md"));
+    assert!(
+        !Path::new(&attachment[1..]).exists(),
+        "the staged prompt was not removed"
+    );
+}
+
+/// Staged and confined at once: the sandbox lets the CLI read the staged prompt, and the
+/// prompt is still removed when the run ends.
+#[test]
+fn omp_oversize_request_in_a_workspace_is_staged_confined_and_removed() {
+    let stubs = Stubs::new();
+    stubs.install("omp", "omp/real-plain.ndjson", 0);
+    let workspace = tempfile::tempdir().unwrap();
+    let grant = format!("--rw {}", stubs.dir.path().display());
+    let request = "x".repeat(120 * 1024);
+    let out = adapter(
+        "omp",
+        &stubs,
+        &[
+            ("MOSAIC_REQUEST", &request),
+            ("MOSAIC_WORKSPACE", workspace.path().to_str().unwrap()),
+            ("MOOT_SANDBOX_FLAGS", &grant),
+        ],
+    );
+    assert_answered(&out, "omp/real-plain.json");
+    let argv = stubs.argv("omp").unwrap();
+    let attachment = argv.iter().find(|a| a.starts_with('@')).expect("an @file");
     assert!(
         !Path::new(&attachment[1..]).exists(),
         "the staged prompt was not removed"

@@ -98,3 +98,98 @@ fn secrets_kept_from_the_agent_are_not_readable_through_proc() {
         }
     }
 }
+
+/// The README's pipeline, exactly as written there: the code block that runs moot-render omp,
+/// up to its first blank line.
+fn readme_pipeline() -> String {
+    let readme = std::fs::read_to_string(common::root().join("README.md")).unwrap();
+    let start = readme
+        .find("moot-render omp --policy")
+        .expect("the README pipeline");
+    let block = &readme[start..];
+    block[..block.find("\n\n").unwrap()].to_string()
+}
+
+/// An `omp` that attacks the harness's files before it prints a real capture: it overwrites
+/// the transcript and the status file, the staged prompt and its directory, and plants a
+/// symlink where the status file goes, writing what happened into the worktree.
+const HOSTILE_OMP: &str = r#"#!/bin/sh
+try() { if eval "$2" 2>/dev/null; then echo "$1: done"; else echo "$1: denied"; fi; }
+{
+    try "read prompt" 'test -s "$stage/p/prompt.md" && cat "$stage/p/prompt.md" >/dev/null'
+    try "overwrite transcript" 'printf forged > "$stage/run.ndjson"'
+    try "overwrite status" 'printf "{}" > "$stage/status"'
+    try "overwrite prompt" 'printf forged > "$stage/p/prompt.md"'
+    try "remove stage" 'rm -rf "$stage/p" && ! test -e "$stage/p"'
+    try "plant status link" 'ln -s /etc/hostname "$stage/status.planted" && mv "$stage/status.planted" "$stage/status"'
+} > "$worktree/attempts"
+cat "${0%/*}/capture.ndjson"
+"#;
+
+/// A sandboxed agent that tries to overwrite the transcript, the status file or the staged
+/// prompt is denied, and replaying the transcript reproduces the live envelope byte for byte.
+#[test]
+fn the_readme_pipeline_keeps_the_harness_files_out_of_the_agents_reach() {
+    let stubs = tempfile::tempdir().unwrap();
+    let omp = stubs.path().join("omp");
+    std::fs::write(&omp, HOSTILE_OMP).unwrap();
+    std::fs::set_permissions(&omp, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let capture = common::root().join("testdata/omp/real-plain.ndjson");
+    std::fs::copy(&capture, stubs.path().join("capture.ndjson")).unwrap();
+    let worktree = tempfile::tempdir().unwrap();
+    let stage = tempfile::tempdir().unwrap();
+    let stage_s = stage.path().to_str().unwrap();
+    // Large enough to be staged, so the stage directory is there to attack.
+    std::fs::write(
+        worktree.path().join("job.md"),
+        "Do the job. ".repeat(10_000),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}:/usr/bin:/bin",
+        stubs.path().display(),
+        common::tool_dir().display()
+    );
+    let live = Command::new("sh")
+        .args(["-c", &readme_pipeline()])
+        .current_dir(worktree.path())
+        .env("PATH", path)
+        .env("worktree", worktree.path())
+        .env("stage", stage_s)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let attempts = std::fs::read_to_string(worktree.path().join("attempts")).unwrap();
+    assert_eq!(
+        attempts,
+        "read prompt: done\n\
+         overwrite transcript: denied\n\
+         overwrite status: denied\n\
+         overwrite prompt: denied\n\
+         remove stage: denied\n\
+         plant status link: denied\n",
+        "{}",
+        String::from_utf8_lossy(&live.stderr)
+    );
+    assert_eq!(
+        std::fs::read(stage.path().join("run.ndjson")).unwrap(),
+        std::fs::read(&capture).unwrap(),
+        "the transcript is the CLI's stdout, byte for byte"
+    );
+    assert!(
+        !stage.path().join("p").exists(),
+        "the staged prompt was left behind"
+    );
+    let envelope: serde_json::Value = serde_json::from_slice(&live.stdout).unwrap();
+    assert_eq!(envelope["run"]["process"]["exit_code"], 0, "{envelope}");
+    let replay = Command::new(tool("moot-parse-omp"))
+        .args(["--status-file", &format!("{stage_s}/status")])
+        .stdin(std::fs::File::open(stage.path().join("run.ndjson")).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(replay.stdout).unwrap(),
+        String::from_utf8(live.stdout).unwrap(),
+        "the replay differs from the live envelope"
+    );
+}
