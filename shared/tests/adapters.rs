@@ -91,14 +91,14 @@ fn adapter(runtime: &str, stubs: &Stubs, env: &[(&str, &str)]) -> Output {
         .env_clear()
         .env("PATH", path)
         .env("HOME", stubs.dir.path())
-        .env("TMPDIR", &tmp)
+        .env("TMPDIR", tmp)
         .stdin(std::process::Stdio::null());
     for (key, value) in env {
         command.env(key, value);
     }
     let out = command.output().unwrap();
     assert_eq!(
-        fs::read_dir(&tmp).unwrap().count(),
+        fs::read_dir(tmp).unwrap().count(),
         0,
         "the adapter left files in TMPDIR"
     );
