@@ -10,13 +10,14 @@
 //! - a real directory (not a symlink), owned by this user, mode 0700;
 //! - holding the marker file [`MARKER`], which moot-render writes into every stage directory it
 //!   creates (a caller marks a scratch directory of its own with `: >"$dir/.moot-scratch"`);
-//! - with no mount point and, unless moot runs as root, nothing owned by another user in it.
+//! - with no mount point in it (bind mounts included) and, unless moot runs as root, no
+//!   directory in it that this user could not empty.
 //!
 //! All of that is checked before anything is touched. Removal then renames the directory aside
 //! (atomic: the name is gone whole or not at all) and removes the renamed tree, so a failure
 //! never leaves some of the operator's entries deleted under their old name.
 
-use std::ffi::OsString;
+use std::ffi::{CString, OsString};
 use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -24,7 +25,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{anyhow, Context};
-use nix::unistd::geteuid;
+use nix::libc;
+use nix::unistd::{geteuid, User};
 
 /// The file that marks a directory as moot's scratch, removable by `--cleanup`.
 pub const MARKER: &str = ".moot-scratch";
@@ -109,15 +111,24 @@ fn check_directory(meta: &fs::Metadata) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Not `/`, `$HOME`, the current directory or an ancestor of it, however they are reached.
+/// Not `/`, a home directory ($HOME, or the user database's when $HOME is unset or elsewhere),
+/// the current directory, nor a parent of any of them, however they are reached.
 fn check_not_precious(dir: &Path) -> anyhow::Result<()> {
     let real = fs::canonicalize(dir).context("cannot resolve it")?;
     if real == Path::new("/") {
         anyhow::bail!("refusing to remove /");
     }
-    let home = std::env::var_os("HOME").and_then(|h| fs::canonicalize(h).ok());
-    if home.as_deref() == Some(real.as_path()) {
-        anyhow::bail!("refusing to remove $HOME");
+    let homes = [
+        std::env::var_os("HOME").map(PathBuf::from),
+        User::from_uid(geteuid())
+            .ok()
+            .flatten()
+            .map(|user| user.dir),
+    ];
+    for home in homes.into_iter().flatten() {
+        if fs::canonicalize(home).is_ok_and(|home| home.starts_with(&real)) {
+            anyhow::bail!("it is $HOME or one of its parents: refusing to remove it");
+        }
     }
     let cwd = std::env::current_dir().and_then(fs::canonicalize);
     if cwd.is_ok_and(|cwd| cwd.starts_with(&real)) {
@@ -149,7 +160,13 @@ pub fn remove(dir: &Removable) -> anyhow::Result<()> {
 
 fn remove_checked(dir: &Removable) -> anyhow::Result<()> {
     let meta = match fs::symlink_metadata(&dir.path) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        // Never there: moot-render staged nothing.
+        Err(e) if e.kind() == io::ErrorKind::NotFound && dir.identity.is_none() => return Ok(()),
+        // There when checked, gone now: moved away by someone else, and maybe the prompt with it.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => anyhow::bail!(
+            "it was there when checked and has disappeared: something moved it, and what it held \
+             may be left elsewhere"
+        ),
         other => other?,
     };
     let now = (meta.dev(), meta.ino());
@@ -161,7 +178,7 @@ fn remove_checked(dir: &Removable) -> anyhow::Result<()> {
         }
         Some(_) => anyhow::bail!("it was replaced after it was checked: left alone"),
     }
-    check_tree(&dir.path, meta.dev())?;
+    check_tree(&dir.path)?;
     let aside = aside_name(&dir.path)?;
     fs::rename(&dir.path, &aside).context("cannot rename it aside before removing it")?;
     let moved = fs::symlink_metadata(&aside)?;
@@ -183,36 +200,71 @@ fn aside_name(dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(parent.join(name))
 }
 
-/// Every directory below `root`, without following links: on `root`'s filesystem, and owned by
-/// this user unless moot is root (so that removing it cannot stop half-way on permissions).
-fn check_tree(root: &Path, device: u64) -> anyhow::Result<()> {
+/// Every entry below `root`, without following links: on `root`'s mount (a bind mount of the
+/// same filesystem included, so nothing is removed through one), and, unless moot is root, every
+/// directory owned by this user with its owner's rwx bits, so that removal cannot stop half-way
+/// on permissions.
+fn check_tree(root: &Path) -> anyhow::Result<()> {
     let euid = geteuid().as_raw();
+    let mount = mount_of(root)?;
     let mut pending = vec![root.to_path_buf()];
     while let Some(dir) = pending.pop() {
         for entry in fs::read_dir(&dir).with_context(|| format!("cannot list {}", dir.display()))? {
-            let entry = entry?;
-            let meta = entry.metadata()?;
-            if !meta.is_dir() {
-                continue;
-            }
-            let path = entry.path();
-            if meta.dev() != device {
+            let path = entry?.path();
+            if mount_of(&path)? != mount {
                 anyhow::bail!(
                     "{} is a mount point: nothing is removed across it",
                     path.display()
                 );
             }
-            if euid != 0 && meta.uid() != euid {
+            let meta = fs::symlink_metadata(&path)?;
+            if !meta.is_dir() {
+                continue;
+            }
+            if euid != 0 && (meta.uid() != euid || meta.mode() & 0o700 != 0o700) {
                 anyhow::bail!(
-                    "{} belongs to uid {}: it could not be removed, so nothing is",
+                    "{} (uid {}, mode {:04o}) is not a directory you can empty: nothing is removed",
                     path.display(),
-                    meta.uid()
+                    meta.uid(),
+                    meta.mode() & 0o7777
                 );
             }
             pending.push(path);
         }
     }
     Ok(())
+}
+
+/// The mount `path` (not followed) is on: its mount id, which tells a bind mount of the same
+/// filesystem apart where the device number cannot; or, on a kernel without mount ids (before
+/// 5.8), its device number.
+fn mount_of(path: &Path) -> anyhow::Result<(u64, u64)> {
+    let name = CString::new(path.as_os_str().as_bytes())?;
+    let mut stat = std::mem::MaybeUninit::<libc::statx>::zeroed();
+    // SAFETY: statx(2) writes one struct statx into `stat`, which is zero-initialised and ours.
+    let result = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            name.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+            libc::STATX_MNT_ID,
+            stat.as_mut_ptr(),
+        )
+    };
+    if result != 0 {
+        return Err(io::Error::last_os_error())
+            .with_context(|| format!("cannot inspect {}", path.display()));
+    }
+    // SAFETY: the call succeeded, so the kernel filled the struct in.
+    let stat = unsafe { stat.assume_init() };
+    if stat.stx_mask & libc::STATX_MNT_ID != 0 {
+        Ok((0, stat.stx_mnt_id))
+    } else {
+        Ok((
+            u64::from(stat.stx_dev_major) << 32 | u64::from(stat.stx_dev_minor),
+            0,
+        ))
+    }
 }
 
 /// The `--cleanup` values of a command line clap refused, so a usage error still removes the

@@ -39,8 +39,9 @@ use crate::outcome::{
     signal_exit_code, signal_name, ProcessOutcome, EXIT_CANNOT_INVOKE, EXIT_NOT_FOUND,
     EXIT_RUNNER_FAILED, EXIT_TIMED_OUT,
 };
+use crate::private_file::{self, FileId};
 use crate::report;
-use crate::{atomic_file, cleanup, private_file};
+use crate::{atomic_file, cleanup};
 
 /// The signals moot-run passes on to the command's group (and then ends it after the grace).
 const FORWARDED: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
@@ -123,25 +124,30 @@ fn positive_seconds(text: &str) -> Result<Duration, String> {
 /// once, removed the `--cleanup` directories and written the status file.
 pub fn run(tool: &str, args: &RunArgs) -> ExitCode {
     let mut record = Record::default();
-    // Only directories that passed the check are ever removed.
-    let removable = match cleanup::check(&args.cleanup) {
-        Ok(removable) => {
-            if let Err(failure) = execute(tool, args, &mut record) {
-                report::print_error(tool, &failure.error);
-                record.ending = failure.ending;
-            }
-            removable
-        }
-        Err(error) => {
+    // Where the status file goes, as it is now: checked again before it is written.
+    let status_dir = args
+        .status_file
+        .as_deref()
+        .and_then(|path| FileId::at(private_file::parent_dir(path)).ok());
+    let mut checked = None;
+    if let Err(failure) = execute(tool, args, &mut record, &mut checked) {
+        report::print_error(tool, &failure.error);
+        record.ending = failure.ending;
+    }
+    // Only directories that passed the check are ever removed. They are checked once the argv
+    // has been read (the producer, moot-render, has staged by then), or now if the run ended
+    // before that.
+    let removable = checked.unwrap_or_else(|| {
+        cleanup::check(&args.cleanup).unwrap_or_else(|error| {
             report::print_error(tool, &error);
             Vec::new()
-        }
-    };
+        })
+    });
     if !remove_all(tool, &removable) {
         record.ending = Ending::RunnerFailed;
     }
     if let Some(path) = &args.status_file {
-        if let Err(error) = write_status(path, &record.outcome()) {
+        if let Err(error) = write_status(path, status_dir, &record.outcome()) {
             report::print_error(tool, &error);
             record.ending = Ending::RunnerFailed;
         }
@@ -272,7 +278,14 @@ impl From<Unresolved> for Failure {
     }
 }
 
-fn execute(tool: &str, args: &RunArgs, record: &mut Record) -> Result<(), Failure> {
+/// Runs the command. `checked` gets the `--cleanup` directories that may be removed, once the
+/// argv is read (none when a check refused one: the command then does not run).
+fn execute(
+    tool: &str,
+    args: &RunArgs,
+    record: &mut Record,
+    checked: &mut Option<Vec<cleanup::Removable>>,
+) -> Result<(), Failure> {
     // First, before any thread exists, so every thread inherits the blocked mask and no signal
     // that arrives while the command starts is lost.
     let signals = Signals::catch()
@@ -281,6 +294,14 @@ fn execute(tool: &str, args: &RunArgs, record: &mut Record) -> Result<(), Failur
     let mut argv = args.command.clone();
     if argv.is_empty() || args.stdin_argv {
         argv.extend(argv_from_stdin(&signals).map_err(Failure::runner)?);
+    }
+    match cleanup::check(&args.cleanup) {
+        Ok(removable) => *checked = Some(removable),
+        Err(error) => {
+            // Refused: nothing is removed, and the command does not run.
+            *checked = Some(Vec::new());
+            return Err(Failure::runner(error));
+        }
     }
     let env = child_env(tool, args);
     let search_path = match &env {
@@ -293,6 +314,18 @@ fn execute(tool: &str, args: &RunArgs, record: &mut Record) -> Result<(), Failur
     let program = resolve_program(&argv[0], search_path.as_deref())?;
     let transcript = open_private(args.transcript.as_deref(), "--transcript")?;
     let stderr = open_private(args.stderr_file.as_deref(), "--stderr-file")?;
+    let written = [
+        (
+            args.transcript.as_deref(),
+            identity(transcript.as_ref()),
+            "--transcript",
+        ),
+        (
+            args.stderr_file.as_deref(),
+            identity(stderr.as_ref()),
+            "--stderr-file",
+        ),
+    ];
 
     let mut child = spawn(&program, &argv, env.as_deref(), stderr)?;
     let started = Instant::now();
@@ -326,6 +359,29 @@ fn execute(tool: &str, args: &RunArgs, record: &mut Record) -> Result<(), Failur
                 within.as_secs_f64()
             ),
         }
+    }
+    for (path, id, flag) in written {
+        if let (Some(path), Some(id)) = (path, id) {
+            still_there(path, id, flag).map_err(Failure::runner)?;
+        }
+    }
+    Ok(())
+}
+
+fn identity(file: Option<&File>) -> Option<FileId> {
+    file.and_then(|file| file.metadata().ok())
+        .map(|meta| FileId::of(&meta))
+}
+
+/// A file moot-run wrote is still under its name: otherwise whoever moved it (or its directory)
+/// may have left another file there, which a replay would read as the run's.
+fn still_there(path: &Path, id: FileId, flag: &str) -> anyhow::Result<()> {
+    if FileId::of_name(path).ok() != Some(id) {
+        anyhow::bail!(
+            "{flag} ({}): moved or replaced while the command ran: the file under that name is \
+             not the one moot-run wrote",
+            path.display()
+        );
     }
     Ok(())
 }
@@ -522,7 +578,19 @@ fn open_private(path: Option<&Path>, flag: &str) -> Result<Option<File>, Failure
 
 /// Writes the status file atomically: a temporary file in the same directory, renamed over it,
 /// so a reader sees either nothing or the whole outcome.
-fn write_status(path: &Path, outcome: &ProcessOutcome) -> anyhow::Result<()> {
+fn write_status(
+    path: &Path,
+    dir_at_start: Option<FileId>,
+    outcome: &ProcessOutcome,
+) -> anyhow::Result<()> {
+    let dir = private_file::parent_dir(path);
+    if dir_at_start.is_some_and(|then| FileId::at(dir).ok() != Some(then)) {
+        anyhow::bail!(
+            "--status-file ({}): its directory was moved or replaced while the command ran: not \
+             written there",
+            path.display()
+        );
+    }
     let mut json = serde_json::to_vec(outcome).context("cannot serialise the status")?;
     json.push(b'\n');
     atomic_file::write(path, &json)

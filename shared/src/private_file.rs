@@ -107,6 +107,43 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// What a name pointed at when a run started, to tell at its end that it still does. An agent
+/// that can rename the directory holding the harness's files (one inside a writable grant)
+/// could otherwise make moot-run write its status into a directory of the agent's choosing, or
+/// leave a forged transcript under the name a replay reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+impl FileId {
+    pub fn of(meta: &std::fs::Metadata) -> Self {
+        FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        }
+    }
+
+    /// The file or directory `path` names now, symlinks followed.
+    pub fn at(path: &Path) -> io::Result<Self> {
+        std::fs::metadata(path).map(|meta| FileId::of(&meta))
+    }
+
+    /// The file `path` names now, a final symlink not followed.
+    pub fn of_name(path: &Path) -> io::Result<Self> {
+        std::fs::symlink_metadata(path).map(|meta| FileId::of(&meta))
+    }
+}
+
+/// The directory a file named by `path` is in (`.` for a bare name).
+pub fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
 /// Clears O_NONBLOCK again: it was only there so that opening a planted FIFO cannot hang.
 fn blocking(file: &File) -> io::Result<()> {
     let fd = file.as_raw_fd();

@@ -103,8 +103,8 @@ impl Identity {
             },
             None => primary_group.unwrap_or(Gid::from_raw(uid.as_raw())),
         };
-        if uid.is_root() {
-            anyhow::bail!("--user ({spec}): that is root; name an unprivileged user");
+        if uid.is_root() || gid.as_raw() == 0 {
+            anyhow::bail!("--user ({spec}): that is root's; name an unprivileged user and group");
         }
         Ok(Identity { uid, gid })
     }
@@ -114,7 +114,7 @@ impl Identity {
 /// and saved, so there is no way back). Leaving uid 0 clears every capability but the bounding
 /// set, which [`drop_capabilities`] empties first.
 pub fn switch_user(identity: &Identity) -> anyhow::Result<()> {
-    setgroups(&[identity.gid]).context("cannot drop supplementary groups (setgroups)")?;
+    setgroups(&[]).context("cannot drop supplementary groups (setgroups)")?;
     setresgid(identity.gid, identity.gid, identity.gid).context("cannot set the group")?;
     setresuid(identity.uid, identity.uid, identity.uid).context("cannot set the user")?;
     Ok(())
@@ -215,6 +215,8 @@ mod tests {
             "nobody:",
             "root",
             "0",
+            "nobody:0",
+            "nobody:root",
             "no-such-user-xyz",
             "nobody:no-such-group",
         ] {

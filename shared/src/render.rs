@@ -504,8 +504,9 @@ fn list(tool: &str, args: &RenderArgs) -> anyhow::Result<ExitCode> {
         })
         .collect();
     let mut out = io::stdout().lock();
-    registry::write_list(&mut out, &entries, args.json)?;
-    out.flush()?;
+    registry::write_list(&mut out, &entries, args.json)
+        .and_then(|()| out.flush())
+        .context("cannot write the registry")?;
     Ok(ExitCode::SUCCESS)
 }
 

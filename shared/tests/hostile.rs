@@ -114,6 +114,9 @@ fn readme_pipeline() -> String {
 /// the transcript and the status file, the staged prompt and its directory, and plants a
 /// symlink where the status file goes, writing what happened into the worktree.
 const HOSTILE_OMP: &str = r#"#!/bin/sh
+# The environment is curated (--env-preset): find the stage from the staged prompt's @path.
+for arg; do case $arg in @*/p/prompt.md) stage=${arg#@}; stage=${stage%/p/prompt.md} ;; esac; done
+worktree=$(pwd)
 try() { if eval "$2" 2>/dev/null; then echo "$1: done"; else echo "$1: denied"; fi; }
 {
     try "read prompt" 'test -s "$stage/p/prompt.md" && cat "$stage/p/prompt.md" >/dev/null'

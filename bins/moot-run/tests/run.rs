@@ -1056,3 +1056,180 @@ fn planted_transcript_and_stderr_names_are_refused() {
         );
     }
 }
+
+/// A scratch directory whose `sub` is the operator's project, bind-mounted there (the device
+/// number is the same: only the mount id tells). Unmounted on drop.
+struct BoundScratch {
+    _dir: tempfile::TempDir,
+    scratch: std::path::PathBuf,
+    project: std::path::PathBuf,
+}
+
+impl Drop for BoundScratch {
+    fn drop(&mut self) {
+        let _ = Command::new("umount")
+            .arg(self.scratch.join("sub"))
+            .status();
+    }
+}
+
+/// Regression (found attacking the fix): a bind mount of the same filesystem inside a marked
+/// scratch directory had its files removed; `check_tree` compared device numbers only.
+#[test]
+fn cleanup_removes_nothing_through_a_bind_mount() {
+    if !nix::unistd::geteuid().is_root() {
+        moot::testkit::skip(
+            "cleanup_removes_nothing_through_a_bind_mount",
+            "needs root to bind-mount",
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    fs::create_dir(&project).unwrap();
+    fs::write(project.join("important"), "keep").unwrap();
+    let scratch = moot::testkit::scratch_dir(dir.path(), "scratch");
+    fs::create_dir(scratch.join("sub")).unwrap();
+    let bound = BoundScratch {
+        _dir: dir,
+        scratch: scratch.clone(),
+        project: project.clone(),
+    };
+    let mounted = Command::new("mount")
+        .args(["--bind"])
+        .arg(&bound.project)
+        .arg(bound.scratch.join("sub"))
+        .status()
+        .unwrap();
+    assert!(mounted.success(), "mount --bind failed");
+    let out = output(moot_run(&[
+        "--cleanup",
+        scratch.to_str().unwrap(),
+        "--",
+        "true",
+    ]));
+    assert_eq!(out.status.code(), Some(125));
+    assert!(
+        stderr(&out).contains("is a mount point"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        fs::read_to_string(project.join("important")).unwrap(),
+        "keep"
+    );
+    assert!(
+        scratch.join(moot::cleanup::MARKER).exists(),
+        "removed part of it"
+    );
+}
+
+/// Regression (found attacking the fix): as an ordinary user, a subdirectory it cannot empty
+/// (0500) made removal stop half-way. Now nothing is removed.
+#[test]
+fn cleanup_of_a_tree_it_cannot_empty_removes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = moot::testkit::scratch_dir(dir.path(), "scratch");
+    let as_nobody = nix::unistd::geteuid().is_root();
+    if as_nobody {
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        for path in [
+            &scratch,
+            &scratch.join("nested"),
+            &scratch.join(moot::cleanup::MARKER),
+        ] {
+            std::os::unix::fs::chown(path, Some(65534), Some(65534)).unwrap();
+        }
+    }
+    fs::set_permissions(scratch.join("nested"), fs::Permissions::from_mode(0o500)).unwrap();
+    let mut command = moot_run(&["--cleanup", scratch.to_str().unwrap(), "--", "true"]);
+    if as_nobody {
+        command.uid(65534).gid(65534);
+    }
+    let out = output(command);
+    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not a directory you can empty"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        scratch.join(moot::cleanup::MARKER).exists(),
+        "removed part of it"
+    );
+    assert!(scratch.join("nested/prompt.md").exists());
+    fs::set_permissions(scratch.join("nested"), fs::Permissions::from_mode(0o700)).unwrap();
+}
+
+/// Regression (found attacking the fix): moot-run checked `--cleanup` before it had read the
+/// argv, so a producer still staging (directory made, marker not yet written) was refused at
+/// random. The check now waits for the producer to finish.
+#[test]
+fn cleanup_is_checked_once_the_producer_is_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let stage = dir.path().join("stage");
+    let script = format!(
+        "mkdir -m 700 {s}; sleep 0.5; : > {s}/.moot-scratch; printf 'true\\0'",
+        s = stage.display()
+    );
+    let producer = Command::new("sh")
+        .args(["-c", &script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = Command::new(BIN)
+        .args(["--cleanup", stage.to_str().unwrap()])
+        .stdin(producer.stdout.unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stage.exists());
+}
+
+/// Regression (found attacking the fix): an agent that could rename the directory holding the
+/// harness's files swapped it for a link to a directory of its choosing, and moot-run wrote its
+/// status there and reported the staged prompt "already removed". Now each of those is a
+/// failure (125), and nothing is written through the swapped name.
+#[test]
+fn a_stage_swapped_during_the_run_is_detected_and_not_written_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let stage = moot::testkit::scratch_dir(dir.path(), "stage");
+    let prompt_dir = moot::testkit::scratch_dir(&stage, "p");
+    let victim = dir.path().join("victim");
+    fs::create_dir(&victim).unwrap();
+    let hidden = dir.path().join("hidden");
+    let swap = format!(
+        "echo out; mv {stage} {hidden} && ln -s {victim} {stage}",
+        stage = stage.display(),
+        hidden = hidden.display(),
+        victim = victim.display()
+    );
+    let out = output(moot_run(&[
+        "--transcript",
+        stage.join("run.ndjson").to_str().unwrap(),
+        "--status-file",
+        stage.join("status").to_str().unwrap(),
+        "--cleanup",
+        prompt_dir.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &swap,
+    ]));
+    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+    let errors = stderr(&out);
+    assert!(
+        errors.contains("--transcript") && errors.contains("moved or replaced"),
+        "{errors}"
+    );
+    assert!(errors.contains("has disappeared"), "{errors}");
+    assert!(
+        errors.contains("--status-file") && errors.contains("not written"),
+        "{errors}"
+    );
+    assert_eq!(
+        fs::read_dir(&victim).unwrap().count(),
+        0,
+        "written into the victim"
+    );
+}

@@ -32,7 +32,7 @@ Exit status: the command's own once it runs; 1 --check could not write its repor
 
 Examples:
   moot-sandbox --rw \"$PWD\" --rw-try \"$HOME/.cache\" -- node agent.js
-  moot-sandbox --rw \"$worktree\" --ro \"$stage\" --connect 443 -- moot-run --deadline 600 -- omp ...
+  moot-run --deadline 600 -- moot-sandbox --rw \"$worktree\" --ro \"$stage/p\" --connect 443 -- omp ...
   moot-sandbox --check | jq .probe.passed";
 
 fn main() -> ExitCode {
