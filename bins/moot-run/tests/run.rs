@@ -1172,16 +1172,17 @@ fn cleanup_is_checked_once_the_producer_is_done() {
         "mkdir -m 700 {s}; sleep 0.5; : > {s}/.moot-scratch; printf 'true\\0'",
         s = stage.display()
     );
-    let producer = Command::new("sh")
+    let mut producer = Command::new("sh")
         .args(["-c", &script])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     let out = Command::new(BIN)
         .args(["--cleanup", stage.to_str().unwrap()])
-        .stdin(producer.stdout.unwrap())
+        .stdin(producer.stdout.take().unwrap())
         .output()
         .unwrap();
+    producer.wait().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!stage.exists());
 }
