@@ -33,24 +33,23 @@ pub fn replace_lone(json: &[u8]) -> Cow<'_, [u8]> {
         return Cow::Borrowed(json);
     }
     let mut copy: Option<Vec<u8>> = None;
+    // Where the next escape may start: past the low half of a pair already read.
     let mut from = 0;
-    while let Some(found) = UNICODE_ESCAPE.find(&json[from..]) {
-        let at = from + found;
-        from = at + 2;
+    for at in UNICODE_ESCAPE.find_iter(json) {
+        // Cheapest test first: most `\u` escapes (control characters, ANSI colours, text
+        // written with ensure_ascii) are no surrogate, and no surrogate's hex opens without d.
+        if at < from || !matches!(json.get(at + 2), Some(b'd' | b'D')) {
+            continue;
+        }
+        let Some(unit @ 0xD800..=0xDFFF) = hex4(json, at + 2) else {
+            continue;
+        };
         if !opens_an_escape(json, at) {
             // `\\u…`: an escaped backslash, then the letter u.
             continue;
         }
-        let Some(unit) = hex4(json, at + 2) else {
-            // Not an escape serde accepts either; it reports it.
-            continue;
-        };
-        from = at + 6;
-        if !(0xD800..=0xDFFF).contains(&unit) {
-            continue;
-        }
         if unit <= 0xDBFF && is_low_escape(json, at + 6) {
-            // A pair: the character it encodes. The low half is consumed with it.
+            // A pair: the character it encodes. The low half is read with it.
             from = at + 12;
             continue;
         }
