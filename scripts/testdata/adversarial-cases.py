@@ -59,6 +59,15 @@ cases = {
     "nul-bytes-line": ok_with([b"\x00" * 64]),
     "nul-escaped-in-answer": run(SESSION, ANSWER_ROW.replace(b"in order.", b"in \\u0000 order."), END),
     "nul-raw-in-answer": run(SESSION, ANSWER_ROW.replace(b"in order.", b"in \x00 order."), END),
+    # Surrogate escapes, as JSON.stringify writes half of an emoji (U+1F44D is \ud83d\udc4d).
+    "lone-surrogate-high-in-answer": run(SESSION, ANSWER_ROW.replace(b"in order.", b"in \\ud83d order."), END),
+    "lone-surrogate-low-in-answer": run(SESSION, ANSWER_ROW.replace(b"in order.", b"in \\udc4d order."), END),
+    "lone-surrogates-reversed-in-answer": run(SESSION, ANSWER_ROW.replace(b"in order.", b"in \\udc4d\\ud83d order."), END),
+    "surrogate-pair-and-lone-high-uppercase": run(SESSION, ANSWER_ROW.replace(b"in order.", b"in \\uD83D\\uDC4D\\uD83D order."), END),
+    "surrogate-after-escaped-backslash": run(SESSION, ANSWER_ROW.replace(b"in order.", b"in \\\\ud83d order."), END),
+    "lone-surrogate-before-bad-escape": run(SESSION, ANSWER_ROW.replace(b"in order.", b"in \\ud83d\\uZZZZ order."), END),
+    "surrogate-raw-in-answer": run(SESSION, ANSWER_ROW.replace(b"in order.", b"in \xed\xa0\xbd order."), END),
+    "lone-surrogate-in-agent-end-type": run(SESSION, ANSWER_ROW, END.replace(b'"agent_end"', b'"agent_end\\ud83d"')),
     # Structure.
     "deep-nesting-unknown-event": ok_with([b'{"type":"notice","x":' + b"[" * DEPTH + b"]" * DEPTH + b"}"]),
     "deep-nesting-agent-end": run(SESSION, ANSWER_ROW,

@@ -3,10 +3,13 @@
 //! Compatible with gitmoot's own extraction, so its users get the same verdict: the whole trimmed
 //! answer is the first candidate when it is an object mentioning the key; then every balanced
 //! `{...}` (string- and escape-aware) that contains `"gitmoot_result"`, left to right. The first
-//! candidate that validates wins; when none does, the first validation error is reported. Code
+//! candidate that validates wins; when none does, the first validation error is reported. As in
+//! gitmoot (Go's encoding/json), a lone surrogate escape in a candidate reads as U+FFFD. Code
 //! fences are not special: a fenced object is found like any other.
 
 use serde_json::{Map, Value};
+
+use crate::surrogate;
 
 const KEY: &str = "gitmoot_result";
 const QUOTED_KEY: &str = "\"gitmoot_result\"";
@@ -56,7 +59,10 @@ pub enum ResultError {
 pub fn extract(answer: &str) -> Result<Value, ResultError> {
     let mut first_error = None;
     for candidate in candidates(answer) {
-        let Ok(Value::Object(mut object)) = serde_json::from_str::<Value>(candidate) else {
+        // The model wrote this JSON itself, and may have cut an emoji in its escapes: read a
+        // lone half as gitmoot (Go's encoding/json) and the CLIs' own readers do, as U+FFFD.
+        let json = surrogate::replace_lone(candidate.as_bytes());
+        let Ok(Value::Object(mut object)) = serde_json::from_slice::<Value>(&json) else {
             continue;
         };
         let Some(result) = object.remove(KEY) else {
@@ -524,6 +530,18 @@ mod tests {
                 "decision \"maybe\" is not one of approved, changes_requested, blocked, implemented, failed, skipped".into()
             ))
         );
+    }
+
+    /// A summary whose emoji the model cut in its own escapes: gitmoot reads the half as
+    /// U+FFFD (Go's encoding/json), so the result holds; a pair stays the emoji.
+    #[test]
+    fn a_lone_surrogate_escape_in_the_result_reads_as_the_replacement_character() {
+        let answer = r#"{"gitmoot_result":{"decision":"approved","summary":"fine \ud83d"}}"#;
+        assert_eq!(extract(answer), Ok(normalised("approved", "fine \u{FFFD}")));
+        let answer = r#"Done. {"gitmoot_result":{"decision":"approved","summary":"\ud83d\udc4d"}}"#;
+        assert_eq!(extract(answer), Ok(normalised("approved", "\u{1F44D}")));
+        let answer = r#"{"gitmoot_result":{"decision":"approved","summary":"\\ud83d"}}"#;
+        assert_eq!(extract(answer), Ok(normalised("approved", r"\ud83d")));
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod sandbox;
 pub mod session;
 pub mod sniff;
 pub mod stage;
+pub mod surrogate;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 pub mod worktree;

@@ -3,8 +3,9 @@
 //! one envelope (or, with `--text`, the answer alone).
 //!
 //! A dialect decides what the stream says; this module owns everything that is the same for all
-//! of them: line limits, the cut last line, the precedence of an unreadable row over every
-//! other verdict, the process outcome, the result contract, output and exit statuses.
+//! of them: line limits, the cut last line, lone surrogate escapes read as U+FFFD (see
+//! [`surrogate`]), the precedence of an unreadable row over every other verdict, the process
+//! outcome, the result contract, output and exit statuses.
 
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, AsRawFd};
@@ -21,7 +22,7 @@ use crate::gitmoot_result::{self, ResultError};
 use crate::ndjson::{self, Item, LineReader};
 use crate::outcome::{Bearing, ProcessOutcome};
 use crate::report::{self, one_line};
-use crate::{atomic_file, cleanup};
+use crate::{atomic_file, cleanup, surrogate};
 
 /// Exit status of a run that succeeded.
 pub const EXIT_OK: u8 = 0;
@@ -282,11 +283,11 @@ pub fn parse<D: Dialect>(mut dialect: D, input: impl Read, args: &ParseArgs) -> 
             )),
             Item::Line(line) => {
                 events += 1;
-                dialect.line(line)
+                dialect.line(&surrogate::replace_lone(line))
             }
             Item::Tail(tail) => {
                 events += 1;
-                dialect.cut_line(tail)
+                dialect.cut_line(&surrogate::replace_lone(tail))
             }
             Item::TooLong { len } => Err(format!(
                 "the line is {len} bytes, over the ceiling of {} bytes (--max-line-bytes)",

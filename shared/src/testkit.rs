@@ -9,6 +9,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use crate::report::one_line;
+
 /// Set (to anything) by `.ci/run`: a test that cannot run here fails instead of skipping, so a
 /// CI machine without the kernel or the tools a test needs never passes it silently.
 pub const NO_SKIP: &str = "MOOT_NO_SKIP";
@@ -144,9 +146,9 @@ pub fn cases(dialect: &str) -> Vec<Case> {
 }
 
 /// Runs every golden case of `dialect` through `bin` and checks the whole stdout byte for byte,
-/// the exit status (0 exactly when `run.ok`), and stderr (empty on success, else exactly one
-/// line naming the tool and the error class). With `MOOT_BLESS=1` the expected files are
-/// (re)written instead: review the diff before committing.
+/// the exit status (0 exactly when `run.ok`), and stderr (empty on success, else exactly the
+/// line the envelope's error makes: see [`check_case`]). With `MOOT_BLESS=1` the expected files
+/// are (re)written instead: review the diff before committing.
 pub fn check_goldens(bin: &str, tool: &str, dialect: &str) -> usize {
     let bless = std::env::var_os("MOOT_BLESS").is_some();
     let cases = cases(dialect);
@@ -171,7 +173,12 @@ pub fn check_goldens(bin: &str, tool: &str, dialect: &str) -> usize {
     cases.len()
 }
 
-fn check_case(case: &Case, tool: &str, output: &Output) -> Result<(), String> {
+/// Checks one run of `case` by `tool`: stdout is the expected envelope byte for byte; a success
+/// exits 0 with nothing on stderr; a failure exits 1 with stderr exactly
+/// `{tool}: {class}: {message}\n`, class and message those of the envelope's `run.error`, the
+/// message folded onto one line as the parser folds it ([`one_line`]). So a parser cannot say
+/// one thing on stderr and another in its envelope.
+pub fn check_case(case: &Case, tool: &str, output: &Output) -> Result<(), String> {
     let expected = std::fs::read(&case.expected).map_err(|e| {
         format!(
             "no expected file {} ({e}); run with MOOT_BLESS=1",
@@ -196,13 +203,15 @@ fn check_case(case: &Case, tool: &str, output: &Output) -> Result<(), String> {
         }
         return Ok(());
     }
-    let class = envelope["run"]["error"]["class"]
+    let error = &envelope["run"]["error"];
+    let class = error["class"].as_str().ok_or("run.error.class missing")?;
+    let message = error["message"]
         .as_str()
-        .ok_or("run.error.class missing")?;
-    let prefix = format!("{tool}: {class}: ");
-    if status != Some(1) || !stderr.starts_with(&prefix) || stderr.lines().count() != 1 {
+        .ok_or("run.error.message missing")?;
+    let want = format!("{tool}: {class}: {}\n", one_line(message));
+    if status != Some(1) || output.stderr != want.as_bytes() {
         return Err(format!(
-            "failed run: status {status:?}, stderr {stderr:?}, want one line starting {prefix:?}"
+            "failed run: status {status:?}, stderr {stderr:?}, want status Some(1) and stderr {want:?}"
         ));
     }
     Ok(())

@@ -19,7 +19,7 @@ const END: &str = r#"{"type":"agent_end","messages":[],"isTerminal":true}"#;
 #[test]
 fn golden_cases() {
     let checked = moot::testkit::check_goldens(BIN, "moot-parse-omp", "adversarial");
-    assert!(checked >= 28, "only {checked} adversarial cases");
+    assert!(checked >= 38, "only {checked} adversarial cases");
 }
 
 /// The rows that end a minimal successful run (the answer and agent_end), each with its newline.
