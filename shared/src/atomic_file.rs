@@ -7,10 +7,7 @@ use std::path::Path;
 
 /// Writes `bytes` to `path` atomically; the file is 0600.
 pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
+    let dir = crate::private_file::parent_dir(path);
     let mut file = tempfile::Builder::new().prefix(".moot-").tempfile_in(dir)?;
     file.write_all(bytes)?;
     file.persist(path).map_err(|e| e.error)?;
