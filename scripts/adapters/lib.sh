@@ -118,16 +118,12 @@ moot_adapter() {
     # grants the stage read-only and the rest of the scratch directory not at all.
     set --
     if [ -n "${MOSAIC_WORKSPACE:-}" ]; then
-        # The CLI itself must stay executable inside the sandbox: its directory on PATH, and the
-        # directory its symlink resolves to (an npm install's node_modules/.bin links).
-        moot_cli=$(tr '\000' '\n' <"$moot_work/argv" | head -n 1)
-        moot_cli_path=$(command -v "$moot_cli") || moot_cli_path=
-        moot_cli_real=$(readlink -f "$moot_cli_path" 2>/dev/null) || moot_cli_real=
+        # What the installed CLI needs (its install tree, state and temporary directories, its
+        # provider's port) is derived by moot-sandbox --profile from the CLI it wraps.
         # shellcheck disable=SC2086 # MOOT_SANDBOX_FLAGS is a list of flags on purpose
-        set -- --stdin-argv -- moot-sandbox --rw "$MOSAIC_WORKSPACE" --ro-try "$moot_stage" \
+        set -- --stdin-argv -- moot-sandbox --profile "$moot_runtime" \
+            --rw "$MOSAIC_WORKSPACE" --ro-try "$moot_stage" \
             ${MOSAIC_SYSTEM_PROMPT_FILE:+--ro "$MOSAIC_SYSTEM_PROMPT_FILE"} \
-            ${moot_cli_path:+--rx-try "${moot_cli_path%/*}"} \
-            ${moot_cli_real:+--rx-try "${moot_cli_real%/*}"} \
             ${MOOT_SANDBOX_FLAGS:-} --
     fi
     set -- moot-run --status-file "$moot_work/out/status" --cleanup "$moot_stage" \

@@ -14,6 +14,7 @@ pub mod outcome;
 pub mod parse;
 pub mod private_file;
 pub mod privilege;
+pub mod profile;
 pub mod registry;
 pub mod render;
 pub mod report;

@@ -10,6 +10,7 @@ use std::io::Write;
 
 use serde::Serialize;
 
+use crate::profile::Needs;
 use crate::render::{Action, Builder, Refusal};
 use crate::runtime;
 use crate::stage::PromptRules;
@@ -43,6 +44,8 @@ pub struct Meta {
     pub health_prompt: &'static str,
     /// Where its token usage is read from, in words.
     pub usage_source: &'static str,
+    /// What its real CLI needs in a sandbox besides its install tree (src/profile.rs).
+    pub needs: Needs,
     /// Builds the argv of one delivery.
     pub build: Builder,
 }

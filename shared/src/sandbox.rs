@@ -35,6 +35,8 @@ use serde::{Deserialize, Serialize};
 use crate::exec::{resolve_program, Unresolved};
 use crate::outcome::{EXIT_CANNOT_INVOKE, EXIT_NOT_FOUND};
 use crate::privilege::{self, CapSets, Identity};
+use crate::profile::{self, Profile};
+use crate::registry;
 use crate::report;
 
 /// The newest Landlock ABI this build uses and was tested on (Linux 6.15). Every right of it is
@@ -130,6 +132,18 @@ pub struct SandboxArgs {
     #[arg(long)]
     pub keep_caps: bool,
 
+    /// Grant what RUNTIME's installed CLI needs, derived from the command (its install tree, #!
+    /// interpreters, npm tree or Python venv), RUNTIME's state, config and temporary places
+    /// (moved by the variables the CLI honours) and its provider's TCP port (the only port it
+    /// may connect to; 443 when none is configured). --print-profile shows each grant and why.
+    #[arg(long, value_name = "RUNTIME")]
+    pub profile: Option<String>,
+
+    /// Print the grants --profile derives for the command, one flag a line with its reason,
+    /// and exit without running it.
+    #[arg(long, requires = "profile")]
+    pub print_profile: bool,
+
     /// Print as JSON what this kernel can enforce and the result of a real self-probe, then exit.
     #[arg(long, conflicts_with = "command")]
     pub check: bool,
@@ -148,7 +162,9 @@ pub fn run(tool: &str, args: &SandboxArgs) -> ExitCode {
         confine_and_exec(tool, args).map(|never| match never {})
     };
     result.unwrap_or_else(|refusal| {
-        report::print_error(tool, &refusal.error);
+        if refusal.status != 0 {
+            report::print_error(tool, &refusal.error);
+        }
         ExitCode::from(refusal.status)
     })
 }
@@ -198,7 +214,22 @@ fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusa
         .map_err(Refusal::usage)?;
     // Resolved before the sandbox exists: PATH's directories need not be readable inside it.
     let program = resolve_program(&argv[0], std::env::var_os("PATH").as_deref())?;
-    let policy = Policy::from_args(args, &program)?;
+    let profile = derive_profile(args, &program)?;
+    if args.print_profile {
+        return Err(print_profile(profile.as_ref()));
+    }
+    let mut policy = Policy::from_args(args, &program)?;
+    if let Some(profile) = &profile {
+        policy.add_profile(profile);
+    }
+    // Checked before anything is restricted: once `/usr/bin/env` runs, a denied interpreter is
+    // only "/usr/bin/env: 'bun': Permission denied", which names neither the sandbox nor a fix.
+    if let Some(denied) = denied_exec(&policy, &program, args.profile.as_deref()) {
+        return Err(Refusal {
+            status: EXIT_CANNOT_INVOKE as u8,
+            error: denied,
+        });
+    }
     let rules = open_rules(&policy.paths)?;
 
     let support = Support::detect();
@@ -237,6 +268,75 @@ fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusa
         .args(&argv[1..])
         .exec();
     Err(exec_failure(&program, error, identity.is_some()))
+}
+
+/// Which file of the command's exec chain (the program, its `#!` interpreters) the sandbox
+/// does not let it execute, and the grant that would: a denial is never a bare "Permission
+/// denied".
+fn denied_exec(policy: &Policy, program: &Path, profile: Option<&str>) -> Option<anyhow::Error> {
+    let chain = profile::exec_chain(program, std::env::var_os("PATH").as_deref());
+    let denied = chain.iter().position(|file| !policy.executes(file))?;
+    let file = &chain[denied];
+    let role = if denied == 0 {
+        "the program itself".to_string()
+    } else {
+        format!("the #! interpreter of {}", chain[denied - 1].display())
+    };
+    let dir = file.parent().unwrap_or(Path::new("/"));
+    let hint = match profile {
+        Some(runtime) => format!(
+            "--profile {runtime} did not find it (moot-sandbox --profile {runtime} \
+             --print-profile -- ... shows what it found); grant it with --rx {}",
+            dir.display()
+        ),
+        None => format!(
+            "grant it with --rx {}, or let --profile RUNTIME derive what the CLI needs",
+            dir.display()
+        ),
+    };
+    Some(anyhow!(
+        "cannot run ({}): the sandbox denies executing {} ({role}): {hint}",
+        program.display(),
+        file.display()
+    ))
+}
+
+/// The profile `--profile` asks for, derived in this process's environment (which the command
+/// inherits).
+fn derive_profile(args: &SandboxArgs, program: &Path) -> Result<Option<Profile>, Refusal> {
+    let Some(runtime) = args.profile.as_deref() else {
+        return Ok(None);
+    };
+    let meta = registry::find(runtime).map_err(|_| {
+        let names: Vec<&str> = registry::all().iter().map(|meta| meta.name).collect();
+        Refusal::usage(anyhow!(
+            "--profile ({runtime}): no such runtime; one of {}",
+            names.join(", ")
+        ))
+    })?;
+    profile::derive(runtime, &meta.needs, program, &profile::Env::current())
+        .map(Some)
+        .map_err(|e| Refusal::usage(anyhow!("--profile ({runtime}): {e:#}")))
+}
+
+/// `--print-profile`: the derived grants on stdout. Returns the "refusal" that ends the tool
+/// with status 0 (or 1 when stdout cannot be written), since nothing is run.
+fn print_profile(profile: Option<&Profile>) -> Refusal {
+    let text = profile.map(Profile::to_string).unwrap_or_default();
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => Refusal {
+            status: 0,
+            error: anyhow!(""),
+        },
+        Err(e) => Refusal {
+            status: EXIT_OUTPUT_FAILED,
+            error: anyhow!("cannot write the profile to stdout: {e}"),
+        },
+    }
 }
 
 /// Root's capabilities reach past Landlock (chmod and chown of any file, mknod, reading other
@@ -457,6 +557,37 @@ impl Policy {
                 BitFlags::EMPTY
             },
         }
+    }
+
+    /// Adds a derived profile: its paths, and its ports as the TCP ports the command may connect
+    /// to (which restricts TCP to them and to any --connect and --bind).
+    fn add_profile(&mut self, profile: &Profile) {
+        for grant in &profile.grants {
+            self.paths.push(PathRule {
+                path: grant.path.clone(),
+                grant: match grant.access {
+                    profile::Access::Read => Grant::Read,
+                    profile::Access::ReadExec => Grant::ReadExec,
+                    profile::Access::ReadWrite => Grant::ReadWrite,
+                },
+                optional: false,
+                origin: "--profile",
+            });
+        }
+        if !profile.connect.is_empty() {
+            let ports = self.net.get_or_insert_with(Ports::default);
+            ports
+                .connect
+                .extend(profile.connect.iter().map(|(port, _)| *port));
+        }
+    }
+
+    /// Whether a rule lets the command execute `file` (a real path).
+    fn executes(&self, file: &Path) -> bool {
+        self.paths.iter().any(|rule| {
+            let real = fs::canonicalize(&rule.path).unwrap_or_else(|_| rule.path.clone());
+            file.starts_with(&real) && rule.grant.access().contains(AccessFs::Execute)
+        })
     }
 
     fn port_rules(&self) -> impl Iterator<Item = NetPort> + '_ {

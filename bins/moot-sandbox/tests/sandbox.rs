@@ -234,6 +234,15 @@ fn a_command_the_sandbox_cannot_execute_exits_126_with_a_hint() {
     assert_eq!(out.status.code(), Some(126));
     assert_eq!(
         stderr(&out),
+        "moot-sandbox: cannot run (/usr/bin/true): the sandbox denies executing /usr/bin/true \
+         (the program itself): grant it with --rx /usr/bin, or let --profile RUNTIME derive what \
+         the CLI needs\n"
+    );
+    // The binary granted, its dynamic loader not: only the kernel knows, after the exec.
+    let out = sandbox(&["--no-defaults", "--rx", "/usr/bin", "--", "/usr/bin/true"]);
+    assert_eq!(out.status.code(), Some(126));
+    assert_eq!(
+        stderr(&out),
         "moot-sandbox: cannot run (/usr/bin/true): Permission denied (os error 13): the sandbox \
          may deny the binary, its #! interpreter or its shared libraries; grant them with --rx\n"
     );
@@ -918,4 +927,88 @@ fn check_and_the_man_page_say_what_is_not_covered() {
         );
         assert!(!item["why"].as_str().unwrap().is_empty());
     }
+}
+
+/// An npm-style install: `node_modules/.bin/tool` links to a script run by `#!/usr/bin/env
+/// fakebun`, and fakebun lives in another package of the same tree (as omp and bun do).
+fn npm_install(root: &Path) -> (PathBuf, String) {
+    let modules = root.join("inst/node_modules");
+    let script = modules.join("pkg/dist/cli.js");
+    let interp = modules.join("fakebun/bin/fakebun");
+    for (file, text) in [
+        (&script, "#!/usr/bin/env fakebun\n"),
+        (
+            &interp,
+            "#!/bin/sh\nhead -c 1 \"$1\" >/dev/null && echo ran\n",
+        ),
+    ] {
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(file, text).unwrap();
+        fs::set_permissions(file, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    fs::create_dir_all(modules.join(".bin")).unwrap();
+    std::os::unix::fs::symlink("../pkg/dist/cli.js", modules.join(".bin/tool")).unwrap();
+    std::os::unix::fs::symlink("../fakebun/bin/fakebun", modules.join(".bin/fakebun")).unwrap();
+    let path = format!("{}:/usr/bin:/bin", modules.join(".bin").display());
+    (modules, path)
+}
+
+/// The CLI runs under --profile with no hand-written grant; without it, the denial names the
+/// file the sandbox refused to execute and the grant that would allow it.
+#[test]
+fn a_profile_derives_the_install_tree_and_a_denial_names_the_missing_grant() {
+    if !kernel_has(
+        1,
+        "a_profile_derives_the_install_tree_and_a_denial_names_the_missing_grant",
+    ) {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let root_path = fs::canonicalize(root.path()).unwrap();
+    let (modules, path) = npm_install(&root_path);
+    let home = root_path.join("home");
+    fs::create_dir(&home).unwrap();
+    let run = |flags: &[&str]| {
+        Command::new(BIN)
+            .args(flags)
+            .args(["--", "tool"])
+            .env("PATH", &path)
+            .env("HOME", &home)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let profiled = run(&["--profile", "pi"]);
+    assert_eq!(stdout(&profiled), "ran\n", "{}", stderr(&profiled));
+    assert!(
+        home.join(".pi").is_dir(),
+        "pi's state directory was not made"
+    );
+
+    let bare = run(&[]);
+    assert_eq!(bare.status.code(), Some(126));
+    assert_eq!(
+        stderr(&bare),
+        format!(
+            "moot-sandbox: cannot run ({bin}/tool): the sandbox denies executing {interp} (the #! \
+             interpreter of {script}): grant it with --rx {dir}, or let --profile RUNTIME derive \
+             what the CLI needs\n",
+            bin = modules.join(".bin").display(),
+            interp = modules.join("fakebun/bin/fakebun").display(),
+            script = modules.join("pkg/dist/cli.js").display(),
+            dir = modules.join("fakebun/bin").display(),
+        )
+    );
+
+    let printed = run(&["--profile", "pi", "--print-profile"]);
+    assert_eq!(printed.status.code(), Some(0));
+    assert!(stdout(&printed).contains(&format!(
+        "--rx {}\t# pi's program is in this npm package tree\n",
+        modules.display()
+    )));
+    assert!(
+        stdout(&printed).contains("--connect 443\t"),
+        "{}",
+        stdout(&printed)
+    );
 }

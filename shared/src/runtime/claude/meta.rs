@@ -1,5 +1,6 @@
 //! What moot declares about Claude Code.
 
+use crate::profile::{Access, Needs, Place};
 use crate::registry::{EffortRule, Matrix, Meta, OnUnknown};
 use crate::render::Action;
 use crate::stage::{Oversize, PromptRules};
@@ -47,5 +48,28 @@ pub static META: Meta = Meta {
     prompt: PromptRules::verbatim(Oversize::Refuse),
     health_prompt: "Gitmoot health check. Reply OK only.",
     usage_source: "the result event's usage input_tokens/output_tokens",
+    needs: Needs {
+        places: &[
+            Place::moved_by(
+                "CLAUDE_CONFIG_DIR",
+                "",
+                ".claude",
+                Access::ReadWrite,
+                "config and sessions",
+            ),
+            Place::home_file(".claude.json", Access::ReadWrite, "settings file"),
+            Place {
+                var: Some("CLAUDE_CODE_TMPDIR"),
+                below_var: "",
+                below_home: None,
+                fixed: Some("/tmp/claude-{uid}"),
+                access: Access::ReadWrite,
+                dir: true,
+                why: "temporary directory",
+            },
+        ],
+        url_vars: &["ANTHROPIC_BASE_URL"],
+        url_files: &[],
+    },
     build: argv::build,
 };

@@ -1,5 +1,6 @@
 //! What moot declares about the Codex CLI.
 
+use crate::profile::{Access, Needs, Place};
 use crate::registry::{EffortRule, Matrix, Meta};
 use crate::render::Action;
 use crate::stage::{Oversize, PromptRules};
@@ -46,5 +47,22 @@ pub static META: Meta = Meta {
     health_prompt: "Gitmoot health check. Reply OK only.",
     usage_source: "turn.completed usage input_tokens/output_tokens (session totals on a resumed \
                    thread)",
+    needs: Needs {
+        places: &[Place::moved_by(
+            "CODEX_HOME",
+            "",
+            ".codex",
+            Access::ReadWrite,
+            "home: config, sessions, logs",
+        )],
+        url_vars: &["OPENAI_BASE_URL"],
+        url_files: &[Place::moved_by(
+            "CODEX_HOME",
+            "config.toml",
+            ".codex/config.toml",
+            Access::Read,
+            "provider config",
+        )],
+    },
     build: argv::build,
 };

@@ -1,5 +1,6 @@
 //! What moot declares about Kimi Code and the legacy kimi-cli.
 
+use crate::profile::{Access, Needs, Place};
 use crate::registry::{EffortRule, Matrix, Meta};
 use crate::render::Action;
 use crate::stage::{Oversize, PromptRules};
@@ -49,6 +50,23 @@ pub static KIMI: Meta = Meta {
     prompt: PROMPT,
     health_prompt: HEALTH,
     usage_source: USAGE,
+    needs: Needs {
+        places: &[Place::moved_by(
+            "KIMI_CODE_HOME",
+            "",
+            ".kimi-code",
+            Access::ReadWrite,
+            "home: config and sessions",
+        )],
+        url_vars: &["KIMI_BASE_URL"],
+        url_files: &[Place::moved_by(
+            "KIMI_CODE_HOME",
+            "config.toml",
+            ".kimi-code/config.toml",
+            Access::Read,
+            "provider config",
+        )],
+    },
     build: argv::build,
 };
 
@@ -69,5 +87,22 @@ pub static KIMI_CLI: Meta = Meta {
     prompt: PROMPT,
     health_prompt: HEALTH,
     usage_source: USAGE,
+    needs: Needs {
+        places: &[Place::moved_by(
+            "KIMI_SHARE_DIR",
+            "",
+            ".kimi",
+            Access::ReadWrite,
+            "config, sessions and logs",
+        )],
+        url_vars: &["KIMI_BASE_URL"],
+        url_files: &[Place::moved_by(
+            "KIMI_SHARE_DIR",
+            "config.toml",
+            ".kimi/config.toml",
+            Access::Read,
+            "provider config",
+        )],
+    },
     build: argv::build_legacy,
 };

@@ -1,6 +1,7 @@
 //! What moot declares about the mock runtime. Test-only: never use it where a real model
 //! response is required.
 
+use crate::profile::Needs;
 use crate::registry::{EffortRule, Matrix, Meta};
 use crate::render::Action;
 use crate::stage::{Oversize, PromptRules};
@@ -38,5 +39,6 @@ pub static META: Meta = Meta {
     prompt: PromptRules::verbatim(Oversize::Refuse),
     health_prompt: "OK",
     usage_source: "none",
+    needs: Needs::NONE,
     build: argv::build,
 };

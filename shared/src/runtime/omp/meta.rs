@@ -1,5 +1,6 @@
 //! What moot declares about omp: capabilities, capability matrix, levels, sessions, prompts.
 
+use crate::profile::{Access, Needs, Place};
 use crate::registry::{EffortRule, Matrix, Meta, OnUnknown};
 use crate::render::Action;
 use crate::stage::{Oversize, PromptRules};
@@ -53,5 +54,25 @@ pub static META: Meta = Meta {
     usage_source: "assistant message_end usage.input/output summed; the agent_end telemetry \
                    rollup replaces the sum only when every agent_end has one and it is at least \
                    the sum",
+    needs: Needs {
+        places: &[
+            Place::home(".omp", Access::ReadWrite, "state, sessions and config"),
+            Place::moved_by(
+                "PI_CODING_AGENT_DIR",
+                "",
+                ".omp/agent",
+                Access::ReadWrite,
+                "agent directory",
+            ),
+        ],
+        url_vars: &[],
+        url_files: &[Place::moved_by(
+            "PI_CODING_AGENT_DIR",
+            "models.yml",
+            ".omp/agent/models.yml",
+            Access::Read,
+            "provider config",
+        )],
+    },
     build: argv::build,
 };

@@ -1,5 +1,6 @@
 //! What moot declares about pi.
 
+use crate::profile::{Access, Needs, Place};
 use crate::registry::{EffortRule, Matrix, Meta, OnUnknown};
 use crate::render::Action;
 use crate::stage::{Oversize, PromptRules};
@@ -48,5 +49,22 @@ pub static META: Meta = Meta {
     },
     health_prompt: "Gitmoot health check. Reply OK only.",
     usage_source: "assistant message_end usage input/output, summed",
+    needs: Needs {
+        places: &[Place::moved_by(
+            "PI_CODING_AGENT_DIR",
+            "",
+            ".pi",
+            Access::ReadWrite,
+            "state, sessions and config",
+        )],
+        url_vars: &[],
+        url_files: &[Place::moved_by(
+            "PI_CODING_AGENT_DIR",
+            "models.json",
+            ".pi/agent/models.json",
+            Access::Read,
+            "provider config",
+        )],
+    },
     build: argv::build,
 };

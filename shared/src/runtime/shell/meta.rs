@@ -1,5 +1,6 @@
 //! What moot declares about the shell runtime.
 
+use crate::profile::Needs;
 use crate::registry::{EffortRule, Matrix, Meta};
 use crate::render::Action;
 use crate::stage::{Oversize, PromptRules};
@@ -32,5 +33,6 @@ pub static META: Meta = Meta {
     prompt: PromptRules::verbatim(Oversize::Refuse),
     health_prompt: "Gitmoot health check. Reply OK only.",
     usage_source: "none",
+    needs: Needs::NONE,
     build: argv::build,
 };

@@ -1,0 +1,616 @@
+//! Sandbox profiles: the grants a runtime's real CLI needs, derived from the installed CLI and
+//! the runtime's record, so that nobody writes grants by trial and error.
+//!
+//! Three sources, each grant carrying the reason it was made:
+//! - the install tree, found by resolving the program: symlinks, `#!` interpreters (an
+//!   `/usr/bin/env X` line resolved on PATH, as the kernel and env(1) would), the outermost
+//!   `node_modules` of an npm install (with the install root above it, read-only), and a Python venv
+//!   with its base interpreter's prefix. Read and execute.
+//! - the places the runtime's record declares ([`Needs`]): state and config directories,
+//!   moved by the variables the CLI honours, and temporary directories;
+//! - the provider's TCP port, from the CLI's base-URL variables and the URLs in its provider
+//!   configuration (443 when none is set), as the only port it may connect to.
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::fmt;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Context};
+
+use crate::exec::resolve_program;
+
+/// How a place is granted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Access {
+    Read,
+    ReadExec,
+    ReadWrite,
+}
+
+impl Access {
+    /// The moot-sandbox flag that grants it.
+    pub fn flag(self, optional: bool) -> &'static str {
+        match (self, optional) {
+            (Access::Read, false) => "--ro",
+            (Access::ReadExec, false) => "--rx",
+            (Access::ReadWrite, false) => "--rw",
+            (Access::Read, true) => "--ro-try",
+            (Access::ReadExec, true) => "--rx-try",
+            (Access::ReadWrite, true) => "--rw-try",
+        }
+    }
+}
+
+/// A place a runtime's CLI uses, as its record declares it: under `$VAR` when the variable is
+/// set (and not empty), else under `$HOME`.
+#[derive(Debug, Clone, Copy)]
+pub struct Place {
+    /// The variable that moves it, if the CLI honours one.
+    pub var: Option<&'static str>,
+    /// The path below `$VAR` (empty: the variable names the place itself).
+    pub below_var: &'static str,
+    /// The path below `$HOME` when the variable is unset; `None`: nothing without it.
+    pub below_home: Option<&'static str>,
+    /// An absolute path, when the place is neither (claude's `/tmp/claude-{uid}`).
+    pub fixed: Option<&'static str>,
+    pub access: Access,
+    /// A directory the CLI creates on first use: created (0700) when absent and writable, so
+    /// that the CLI finds it inside the sandbox. A file is only granted when present.
+    pub dir: bool,
+    pub why: &'static str,
+}
+
+impl Place {
+    /// A place under `$HOME` only.
+    pub const fn home(below_home: &'static str, access: Access, why: &'static str) -> Self {
+        Place {
+            var: None,
+            below_var: "",
+            below_home: Some(below_home),
+            fixed: None,
+            access,
+            dir: true,
+            why,
+        }
+    }
+
+    /// A file under `$HOME` only.
+    pub const fn home_file(below_home: &'static str, access: Access, why: &'static str) -> Self {
+        Place {
+            dir: false,
+            ..Place::home(below_home, access, why)
+        }
+    }
+
+    /// A place a variable moves, under `$HOME` without it.
+    pub const fn moved_by(
+        var: &'static str,
+        below_var: &'static str,
+        below_home: &'static str,
+        access: Access,
+        why: &'static str,
+    ) -> Self {
+        Place {
+            var: Some(var),
+            below_var,
+            below_home: Some(below_home),
+            fixed: None,
+            access,
+            dir: true,
+            why,
+        }
+    }
+
+    /// Where it is in `env`, and what decided it; `None` when it has no location there.
+    fn locate(&self, env: &Env) -> Option<(PathBuf, String)> {
+        let uid = nix::unistd::getuid().as_raw().to_string();
+        let with_uid = |text: &str| text.replace("{uid}", &uid);
+        if let Some(var) = self.var {
+            if let Some(value) = env.get(var).filter(|v| !v.is_empty()) {
+                let path = PathBuf::from(value).join(with_uid(self.below_var));
+                return Some((path, format!("${var}")));
+            }
+        }
+        if let Some(below) = self.below_home {
+            let home = env.get("HOME").filter(|h| !h.is_empty())?;
+            return Some((PathBuf::from(home).join(below), "$HOME".to_string()));
+        }
+        self.fixed
+            .map(|fixed| (PathBuf::from(with_uid(fixed)), "its default".to_string()))
+    }
+
+    /// Makes a directory place that is absent (and whose parent exists), private, so the CLI
+    /// can use it inside the sandbox; true when it now exists.
+    fn ensure(&self, path: &Path) -> bool {
+        if path.exists() {
+            return true;
+        }
+        if !self.dir || self.access != Access::ReadWrite {
+            return false;
+        }
+        use std::os::unix::fs::DirBuilderExt;
+        fs::DirBuilder::new().mode(0o700).create(path).is_ok()
+    }
+}
+
+/// What a runtime's CLI needs besides its install tree (declared in `runtime/<rt>/meta.rs`).
+#[derive(Debug, Clone, Copy)]
+pub struct Needs {
+    /// State, config and temporary places, granted when present (state the CLI creates on
+    /// first run: its parent must then be granted, so a missing one is reported).
+    pub places: &'static [Place],
+    /// Variables that hold a provider base URL. A runtime with neither these nor `url_files`
+    /// talks to no provider (shell, mock): its profile leaves TCP unrestricted.
+    pub url_vars: &'static [&'static str],
+    /// Provider configuration files whose URLs name the endpoints.
+    pub url_files: &'static [Place],
+}
+
+impl Needs {
+    /// A runtime that needs nothing but its install tree (shell, mock).
+    pub const NONE: Needs = Needs {
+        places: &[],
+        url_vars: &[],
+        url_files: &[],
+    };
+}
+
+/// The environment a profile is derived in (the CLI's: moot-sandbox passes its own on).
+pub struct Env {
+    vars: Vec<(OsString, OsString)>,
+}
+
+impl Env {
+    pub fn current() -> Self {
+        Env {
+            vars: std::env::vars_os().collect(),
+        }
+    }
+
+    pub fn from_pairs(pairs: &[(&str, &str)]) -> Self {
+        Env {
+            vars: pairs
+                .iter()
+                .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+                .collect(),
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<&std::ffi::OsStr> {
+        self.vars
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_os_str())
+    }
+}
+
+/// One grant of a profile, with its reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub path: PathBuf,
+    pub access: Access,
+    pub why: String,
+}
+
+/// A derived profile: path grants and the TCP ports the CLI may connect to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Profile {
+    pub grants: Vec<Grant>,
+    pub connect: Vec<(u16, String)>,
+}
+
+impl fmt::Display for Profile {
+    /// One moot-sandbox flag a line, with its reason: what `--print-profile` shows, and what a
+    /// user can paste, narrow or add to.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for grant in &self.grants {
+            writeln!(
+                f,
+                "{} {}\t# {}",
+                grant.access.flag(false),
+                shell_word(&grant.path),
+                grant.why
+            )?;
+        }
+        for (port, why) in &self.connect {
+            writeln!(f, "--connect {port}\t# {why}")?;
+        }
+        Ok(())
+    }
+}
+
+fn shell_word(path: &Path) -> String {
+    crate::render::sh_quote(&path.to_string_lossy())
+}
+
+/// Derives the profile of a CLI whose program resolves to `program`, for a runtime that
+/// declares `needs`, in `env`. Fails, naming what is missing, when the program's interpreter
+/// cannot be found.
+pub fn derive(runtime: &str, needs: &Needs, program: &Path, env: &Env) -> anyhow::Result<Profile> {
+    let mut profile = Profile::default();
+    let path_var = env.get("PATH").map(OsString::from);
+    install_tree(runtime, program, path_var.as_deref(), &mut profile, 0)?;
+    for place in needs.places {
+        if let Some((path, source)) = place.locate(env) {
+            if place.ensure(&path) {
+                profile.grant(
+                    path,
+                    place.access,
+                    format!("{runtime} {} ({source})", place.why),
+                );
+            }
+        }
+    }
+    profile.connect = ports(runtime, needs, env);
+    profile.dedup();
+    Ok(profile)
+}
+
+impl Profile {
+    fn grant(&mut self, path: PathBuf, access: Access, why: String) {
+        self.grants.push(Grant { path, access, why });
+    }
+
+    /// One grant per path, the widest access kept; a path already below a grant of the same
+    /// or wider access is dropped.
+    fn dedup(&mut self) {
+        self.grants
+            .sort_by(|a, b| a.path.cmp(&b.path).then(b.access.cmp(&a.access)));
+        let mut kept: Vec<Grant> = Vec::new();
+        for grant in self.grants.drain(..) {
+            let covered = kept
+                .iter()
+                .any(|k| grant.path.starts_with(&k.path) && k.access >= grant.access);
+            if !covered {
+                kept.push(grant);
+            }
+        }
+        self.grants = kept;
+    }
+}
+
+/// How deep `#!` interpreters may chain (the kernel allows 4 levels).
+const MAX_INTERPRETERS: usize = 4;
+
+/// Grants what running `program` reads and executes: its directory, its real location, the
+/// npm package tree or Python venv it lives in, and the same for its `#!` interpreter.
+fn install_tree(
+    runtime: &str,
+    program: &Path,
+    path_var: Option<&std::ffi::OsStr>,
+    profile: &mut Profile,
+    depth: usize,
+) -> anyhow::Result<()> {
+    let what = if depth == 0 {
+        format!("{runtime}'s program")
+    } else {
+        format!("{runtime}'s #! interpreter")
+    };
+    let real = fs::canonicalize(program)
+        .with_context(|| format!("{what} ({}): cannot resolve it", program.display()))?;
+    for executable in [program, real.as_path()] {
+        if let Some(dir) = executable.parent() {
+            profile.grant(
+                dir.to_path_buf(),
+                Access::ReadExec,
+                format!("{what} {}", executable.display()),
+            );
+        }
+    }
+    if let Some(tree) = npm_tree(&real) {
+        profile.grant(
+            tree.clone(),
+            Access::ReadExec,
+            format!("{what} is in this npm package tree"),
+        );
+        // The resolvers (bun's, node's) list the install root to find node_modules and read its
+        // package.json and bunfig.toml; a directory can only be granted with what is below it.
+        if let Some(root) = tree.parent() {
+            profile.grant(
+                root.to_path_buf(),
+                Access::Read,
+                "the npm install's root: its resolver lists it and reads package.json".into(),
+            );
+        }
+    }
+    if let Some((venv, base)) = python_venv(&real) {
+        profile.grant(
+            venv,
+            Access::ReadExec,
+            format!("{what} is in this Python venv"),
+        );
+        if let Some(base) = base {
+            profile.grant(
+                base,
+                Access::ReadExec,
+                "the venv's base Python prefix".into(),
+            );
+        }
+    }
+    let Some(interpreter) = shebang(&real)? else {
+        return Ok(());
+    };
+    if depth >= MAX_INTERPRETERS {
+        anyhow::bail!(
+            "{what} ({}): too many levels of #! interpreters",
+            real.display()
+        );
+    }
+    let resolved = match interpreter {
+        Interpreter::Path(path) => path,
+        Interpreter::Env(name) => resolve_program(name.as_ref(), path_var).map_err(|e| {
+            anyhow!(
+                "{what} ({}) runs `#!/usr/bin/env {}`, which is not on PATH: {e}",
+                real.display(),
+                name.to_string_lossy()
+            )
+        })?,
+    };
+    install_tree(runtime, &resolved, path_var, profile, depth + 1)
+}
+
+/// The files the kernel executes to start `program`, real paths: the program, then each `#!`
+/// interpreter in turn (as far as they resolve), so a denied exec can name the file denied.
+pub fn exec_chain(program: &Path, path_var: Option<&std::ffi::OsStr>) -> Vec<PathBuf> {
+    let mut chain = Vec::new();
+    let mut next = Some(program.to_path_buf());
+    while let Some(current) = next.take() {
+        let Ok(real) = fs::canonicalize(&current) else {
+            chain.push(current);
+            break;
+        };
+        chain.push(real.clone());
+        if chain.len() > MAX_INTERPRETERS {
+            break;
+        }
+        next = match shebang(&real) {
+            Ok(Some(Interpreter::Path(path))) => Some(path),
+            Ok(Some(Interpreter::Env(name))) => resolve_program(name.as_ref(), path_var).ok(),
+            _ => None,
+        };
+    }
+    chain
+}
+
+/// The outermost `node_modules` directory above `path`: an npm install resolves its packages
+/// anywhere in that tree.
+fn npm_tree(path: &Path) -> Option<PathBuf> {
+    path.ancestors()
+        .filter(|dir| dir.file_name().is_some_and(|n| n == "node_modules"))
+        .last()
+        .map(Path::to_path_buf)
+}
+
+/// The venv `path` is in (the directory holding `pyvenv.cfg` above `bin/`), and the prefix of
+/// the interpreter it was made from (`home = <prefix>/bin` in pyvenv.cfg).
+fn python_venv(path: &Path) -> Option<(PathBuf, Option<PathBuf>)> {
+    let venv = path
+        .ancestors()
+        .find(|dir| dir.join("pyvenv.cfg").is_file())?;
+    let config = fs::read_to_string(venv.join("pyvenv.cfg")).ok()?;
+    let base = config.lines().find_map(|line| {
+        let (key, value) = line.split_once('=')?;
+        (key.trim() == "home").then(|| PathBuf::from(value.trim()))
+    });
+    let base = base
+        .and_then(|bin| fs::canonicalize(bin).ok())
+        .and_then(|bin| bin.parent().map(Path::to_path_buf));
+    Some((venv.to_path_buf(), base))
+}
+
+enum Interpreter {
+    Path(PathBuf),
+    Env(OsString),
+}
+
+/// The interpreter of a `#!` script, or `None` for a binary.
+fn shebang(path: &Path) -> anyhow::Result<Option<Interpreter>> {
+    let mut head = [0u8; 256];
+    let n = fs::File::open(path)
+        .and_then(|mut file| file.read(&mut head))
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let Some(line) = head[..n].strip_prefix(b"#!") else {
+        return Ok(None);
+    };
+    let line = line.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(line);
+    let mut words = line.split_whitespace();
+    let Some(first) = words.next() else {
+        return Ok(None);
+    };
+    if Path::new(first).file_name().is_some_and(|n| n == "env") {
+        // `env -S X args` and `env X`: the first word that is not an option is the program.
+        if let Some(name) = words.find(|w| !w.starts_with('-')) {
+            return Ok(Some(Interpreter::Env(name.into())));
+        }
+    }
+    Ok(Some(Interpreter::Path(PathBuf::from(first))))
+}
+
+/// The TCP ports of every provider URL the CLI is configured with; 443 when there is none.
+fn ports(runtime: &str, needs: &Needs, env: &Env) -> Vec<(u16, String)> {
+    let mut found: BTreeSet<(u16, String)> = BTreeSet::new();
+    for var in needs.url_vars {
+        if let Some(value) = env.get(var) {
+            for port in url_ports(&value.to_string_lossy()) {
+                found.insert((port, format!("{runtime}'s provider endpoint (${var})")));
+            }
+        }
+    }
+    for place in needs.url_files {
+        let Some((path, _)) = place.locate(env) else {
+            continue;
+        };
+        let Ok(text) = fs::read_to_string(&path) else {
+            continue;
+        };
+        for port in url_ports(&text) {
+            found.insert((
+                port,
+                format!("{runtime}'s provider endpoint ({})", path.display()),
+            ));
+        }
+    }
+    let has_provider = !needs.url_vars.is_empty() || !needs.url_files.is_empty();
+    if found.is_empty() && has_provider {
+        found.insert((
+            443,
+            format!("{runtime}'s provider endpoint (HTTPS, none configured)"),
+        ));
+    }
+    // One reason per port: the first.
+    let mut ports: Vec<(u16, String)> = Vec::new();
+    for (port, why) in found {
+        if !ports.iter().any(|(p, _)| *p == port) {
+            ports.push((port, why));
+        }
+    }
+    ports
+}
+
+/// The port of every `http://` or `https://` URL in `text` (80 and 443 by default).
+fn url_ports(text: &str) -> Vec<u16> {
+    let mut ports = Vec::new();
+    for (scheme, default) in [("https://", 443), ("http://", 80)] {
+        for (at, _) in text.match_indices(scheme) {
+            let rest = &text[at + scheme.len()..];
+            let authority: &str = rest
+                .split(|c: char| c == '/' || c == '"' || c == '\'' || c.is_whitespace())
+                .next()
+                .unwrap_or_default();
+            let host_port = authority.rsplit('@').next().unwrap_or_default();
+            let port = match host_port.rsplit_once(':') {
+                Some((host, port)) if !host.ends_with(']') || host_port.starts_with('[') => {
+                    port.parse().ok()
+                }
+                _ => Some(default),
+            };
+            ports.extend(port.or(Some(default)));
+        }
+    }
+    ports
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+
+    fn executable(path: &Path, text: &str) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+        fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn urls_give_their_ports() {
+        assert_eq!(url_ports("baseUrl: http://127.0.0.1:18080/v1"), [18080]);
+        assert_eq!(
+            url_ports("base_url = \"https://api.example.com/v1\""),
+            [443]
+        );
+        assert_eq!(url_ports("http://[::1]:9000/x and http://h"), [9000, 80]);
+        assert!(url_ports("no url").is_empty());
+    }
+
+    /// An npm install whose program is `#!/usr/bin/env bun`, with bun in another package of the
+    /// same tree: both trees, the package.json and bun resolved on PATH.
+    #[test]
+    fn an_npm_program_and_its_env_interpreter_resolve_to_their_trees() {
+        let root = tempfile::tempdir().unwrap();
+        let install = fs::canonicalize(root.path()).unwrap().join("omp");
+        let modules = install.join("node_modules");
+        executable(&modules.join("pkg/dist/cli.js"), "#!/usr/bin/env bun\n");
+        executable(&modules.join("bun/bin/bun.exe"), "\x7fELF");
+        fs::create_dir_all(modules.join(".bin")).unwrap();
+        symlink("../pkg/dist/cli.js", modules.join(".bin/omp")).unwrap();
+        symlink("../bun/bin/bun.exe", modules.join(".bin/bun")).unwrap();
+        fs::write(install.join("package.json"), "{}").unwrap();
+        let env = Env::from_pairs(&[
+            (
+                "PATH",
+                &format!("{}:/usr/bin", modules.join(".bin").display()),
+            ),
+            ("HOME", install.join("home").to_str().unwrap()),
+        ]);
+        let profile = derive("omp", &Needs::NONE, &modules.join(".bin/omp"), &env).unwrap();
+        let paths: Vec<(&Path, Access)> = profile
+            .grants
+            .iter()
+            .map(|g| (g.path.as_path(), g.access))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                (install.as_path(), Access::Read),
+                (modules.as_path(), Access::ReadExec),
+            ]
+        );
+        assert!(profile.connect.is_empty(), "no provider declared, no port");
+    }
+
+    #[test]
+    fn a_missing_env_interpreter_is_named() {
+        let root = tempfile::tempdir().unwrap();
+        let program = root.path().join("bin/tool");
+        executable(&program, "#!/usr/bin/env no-such-interpreter-xyz\n");
+        let env = Env::from_pairs(&[("PATH", "/usr/bin")]);
+        let error = derive("omp", &Needs::NONE, &program, &env).unwrap_err();
+        assert!(
+            format!("{error:#}").contains("no-such-interpreter-xyz"),
+            "{error:#}"
+        );
+    }
+
+    #[test]
+    fn places_follow_their_variables_and_ports_their_config() {
+        let root = tempfile::tempdir().unwrap();
+        let home = root.path().join("home");
+        let moved = root.path().join("moved");
+        fs::create_dir_all(home.join(".tool")).unwrap();
+        fs::create_dir_all(&moved).unwrap();
+        fs::write(
+            moved.join("config.toml"),
+            "base_url = \"http://127.0.0.1:18084/v1\"",
+        )
+        .unwrap();
+        let program = root.path().join("bin/tool");
+        executable(&program, "\x7fELF");
+        const NEEDS: Needs = Needs {
+            places: &[
+                Place::moved_by("TOOL_HOME", "", ".tool", Access::ReadWrite, "state"),
+                Place::home(".absent", Access::Read, "config"),
+            ],
+            url_vars: &["TOOL_BASE_URL"],
+            url_files: &[Place::moved_by(
+                "TOOL_HOME",
+                "config.toml",
+                ".tool/config.toml",
+                Access::Read,
+                "config",
+            )],
+        };
+        let unmoved = Env::from_pairs(&[("HOME", home.to_str().unwrap())]);
+        let profile = derive("tool", &NEEDS, &program, &unmoved).unwrap();
+        assert!(profile
+            .grants
+            .iter()
+            .any(|g| g.path == home.join(".tool") && g.access == Access::ReadWrite));
+        assert!(!profile.grants.iter().any(|g| g.path.ends_with(".absent")));
+        let moved_env = Env::from_pairs(&[
+            ("HOME", home.to_str().unwrap()),
+            ("TOOL_HOME", moved.to_str().unwrap()),
+            ("TOOL_BASE_URL", "https://example.com:8443/"),
+        ]);
+        let profile = derive("tool", &NEEDS, &program, &moved_env).unwrap();
+        assert!(profile
+            .grants
+            .iter()
+            .any(|g| g.path == moved && g.why.contains("$TOOL_HOME")));
+        let ports: Vec<u16> = profile.connect.iter().map(|(p, _)| *p).collect();
+        assert_eq!(ports, [8443, 18084]);
+    }
+}
