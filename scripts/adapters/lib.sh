@@ -102,8 +102,10 @@ moot_adapter() {
     # so this costs no process, and the text never touches argv.
     moot_prompt >"$moot_work/prompt" || moot_die 1 "cannot write $moot_work/prompt"
     # A refusal (bad model, bad effort, ...) is one line from moot-render and exit 2.
+    # With a workspace the run is a seat: moot-sandbox enforces the policy, and the CLI's own
+    # sandbox and approval prompts (which would stop its tools headless) are turned off.
     moot-render "$moot_runtime" --policy "$moot_policy" --stage-dir "$moot_stage" \
-        ${MOSAIC_WORKSPACE:+--add-dir "$MOSAIC_WORKSPACE"} \
+        ${MOSAIC_WORKSPACE:+--seat --add-dir "$MOSAIC_WORKSPACE"} \
         ${MOOT_DEADLINE:+--deadline "$MOOT_DEADLINE"} "$@" --prompt-file "$moot_work/prompt" \
         >"$moot_work/argv" || exit
     [ -z "${moot_program:-}" ] || moot_replace_program "$moot_work/argv" "$moot_program"
@@ -121,8 +123,12 @@ moot_adapter() {
         # What the installed CLI needs (its install tree, state and temporary directories, its
         # provider's port) is derived by moot-sandbox --profile from the CLI it wraps.
         # shellcheck disable=SC2086 # MOOT_SANDBOX_FLAGS is a list of flags on purpose
+        case $moot_policy in
+            read-only) moot_workspace_grant=--ro ;;
+            *) moot_workspace_grant=--rw ;;
+        esac
         set -- --stdin-argv -- moot-sandbox --profile "$moot_runtime" \
-            --rw "$MOSAIC_WORKSPACE" --ro-try "$moot_stage" \
+            "$moot_workspace_grant" "$MOSAIC_WORKSPACE" --ro-try "$moot_stage" \
             ${MOSAIC_SYSTEM_PROMPT_FILE:+--ro "$MOSAIC_SYSTEM_PROMPT_FILE"} \
             ${MOOT_SANDBOX_FLAGS:-} --
     fi

@@ -110,7 +110,10 @@ impl Place {
         let with_uid = |text: &str| text.replace("{uid}", &uid);
         if let Some(var) = self.var {
             if let Some(value) = env.get(var).filter(|v| !v.is_empty()) {
-                let path = PathBuf::from(value).join(with_uid(self.below_var));
+                let mut path = PathBuf::from(value);
+                if !self.below_var.is_empty() {
+                    path.push(with_uid(self.below_var));
+                }
                 return Some((path, format!("${var}")));
             }
         }
@@ -147,6 +150,8 @@ pub struct Needs {
     pub url_vars: &'static [&'static str],
     /// Provider configuration files whose URLs name the endpoints.
     pub url_files: &'static [Place],
+    /// Variables set for the CLI when it runs under the profile, with why.
+    pub env: &'static [(&'static str, &'static str, &'static str)],
 }
 
 impl Needs {
@@ -155,6 +160,7 @@ impl Needs {
         places: &[],
         url_vars: &[],
         url_files: &[],
+        env: &[],
     };
 }
 
@@ -200,6 +206,8 @@ pub struct Grant {
 pub struct Profile {
     pub grants: Vec<Grant>,
     pub connect: Vec<(u16, String)>,
+    /// Variables set for the command, with why.
+    pub env: Vec<(String, String, String)>,
 }
 
 impl fmt::Display for Profile {
@@ -217,6 +225,9 @@ impl fmt::Display for Profile {
         }
         for (port, why) in &self.connect {
             writeln!(f, "--connect {port}\t# {why}")?;
+        }
+        for (name, value, why) in &self.env {
+            writeln!(f, "# sets {name}={value}\t# {why}")?;
         }
         Ok(())
     }
@@ -245,6 +256,11 @@ pub fn derive(runtime: &str, needs: &Needs, program: &Path, env: &Env) -> anyhow
         }
     }
     profile.connect = ports(runtime, needs, env);
+    profile.env = needs
+        .env
+        .iter()
+        .map(|(name, value, why)| (name.to_string(), value.to_string(), why.to_string()))
+        .collect();
     profile.dedup();
     Ok(profile)
 }
@@ -585,6 +601,7 @@ mod tests {
                 Place::home(".absent", Access::Read, "config"),
             ],
             url_vars: &["TOOL_BASE_URL"],
+            env: &[],
             url_files: &[Place::moved_by(
                 "TOOL_HOME",
                 "config.toml",

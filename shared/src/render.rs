@@ -109,6 +109,19 @@ pub enum Declared {
 pub struct PolicyReport {
     pub value: Policy,
     pub declared: Declared,
+    /// Who enforces the policy: the CLI's own sandbox and approvals, or, in a seat, the kernel
+    /// through moot-sandbox.
+    pub enforced_by: Enforcer,
+}
+
+/// Who enforces a policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Enforcer {
+    /// The CLI's own sandbox and approval prompts.
+    Cli,
+    /// Landlock, through moot-sandbox wrapping the CLI (`--seat`).
+    MootSandbox,
 }
 
 /// A model selector and where it came from (a flag or a runtime default in the environment),
@@ -142,6 +155,10 @@ pub struct Job {
     /// The effective policy (a read-only seat is read-only).
     pub policy: Policy,
     pub readonly_seat: bool,
+    /// The run is confined by moot-sandbox, which enforces the policy (`--seat`, and every
+    /// read-only seat): the CLI's own sandbox and approval prompts are turned off, since a
+    /// nested sandbox cannot start under Landlock and a prompt nobody answers blocks the tools.
+    pub seat: bool,
     /// The effective model: the flag, else the runtime default from the environment.
     pub model: Option<Selector>,
     /// The effective effort, already checked against the runtime's rule.
@@ -341,6 +358,14 @@ pub struct JobArgs {
     #[arg(long)]
     pub readonly_seat: bool,
 
+    /// The run is confined by moot-sandbox, which enforces the policy with Landlock: the CLI's
+    /// own sandbox and approval prompts are turned off (omp yolo, codex's sandbox bypassed,
+    /// claude's permissions skipped, Kimi Code's --auto), declared widened and enforced by
+    /// moot-sandbox. Grant the sandbox what the policy allows (--rw the worktree for
+    /// workspace-write, --ro for read-only).
+    #[arg(long)]
+    pub seat: bool,
+
     /// The model; else $MOOT_<RUNTIME>_DEFAULT_MODEL; else the runtime's own default.
     #[arg(long, value_name = "MODEL", allow_hyphen_values = true)]
     pub model: Option<String>,
@@ -430,13 +455,14 @@ pub struct RenderArgs {
 
 /// Every argument of a delivery, which `--list` refuses. Named one by one (not by group) so the
 /// error names the flag that was given; a test checks that none is missing.
-const NOT_WITH_LIST: [&str; 20] = [
+const NOT_WITH_LIST: [&str; 21] = [
     "stdin",
     "prompt",
     "prompt_file",
     "action",
     "policy",
     "readonly_seat",
+    "seat",
     "model",
     "effort",
     "session",
@@ -553,6 +579,11 @@ pub fn prepare(args: &RenderArgs, host: &Host) -> Result<Rendering, Refusal> {
         policy: PolicyReport {
             value: job.policy,
             declared: built.declared,
+            enforced_by: if job.seat {
+                Enforcer::MootSandbox
+            } else {
+                Enforcer::Cli
+            },
         },
         built,
         prompt,
@@ -634,6 +665,7 @@ fn resolve_job(
     Ok(Job {
         policy,
         readonly_seat: a.readonly_seat,
+        seat: a.seat || a.readonly_seat,
         model,
         effort,
         session: a.session.as_deref().unwrap_or_default().trim().to_string(),
@@ -1289,7 +1321,7 @@ mod tests {
         assert_eq!(
             String::from_utf8(payload(&output, Format::Json)).unwrap(),
             "{\"runtime\":\"mock\",\"argv\":[\"printf\",\"%s\",\"hi there\"],\"staged\":[],\
-             \"stage_dir\":null,\"preview\":false,\"policy\":{\"value\":\"auto\",\"declared\":\"applied\"},\
+             \"stage_dir\":null,\"preview\":false,\"policy\":{\"value\":\"auto\",\"declared\":\"applied\",\"enforced_by\":\"cli\"},\
              \"plan_mode\":null,\"session_id\":null,\"warnings\":[]}\n"
         );
     }
@@ -1354,7 +1386,8 @@ mod tests {
             seat.policy,
             PolicyReport {
                 value: Policy::ReadOnly,
-                declared: Declared::Widened
+                declared: Declared::Widened,
+                enforced_by: Enforcer::MootSandbox,
             }
         );
     }

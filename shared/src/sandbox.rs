@@ -263,9 +263,11 @@ fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusa
         .map_err(|e| Refusal::cannot_enforce(anyhow!("cannot enforce ({support}): {e}")))?;
     verify(&status, args.best_effort)?;
 
+    let profile_env = profile.iter().flat_map(|p| &p.env);
     let error = Command::new(&program)
         .arg0(&argv[0])
         .args(&argv[1..])
+        .envs(profile_env.map(|(name, value, _)| (name, value)))
         .exec();
     Err(exec_failure(&program, error, identity.is_some()))
 }

@@ -198,6 +198,8 @@ fn omp_provider_failure_exits_nonzero_with_one_line() {
     );
 }
 
+/// With a workspace the run is a seat: moot-sandbox enforces workspace-write, so omp runs
+/// yolo (its write mode would refuse bash headless), declared widened.
 #[test]
 fn omp_in_a_workspace_runs_confined_with_write_policy() {
     let stubs = Stubs::new();
@@ -220,7 +222,7 @@ fn omp_in_a_workspace_runs_confined_with_write_policy() {
         [
             "-p",
             "--mode=json",
-            "--approval-mode=write",
+            "--approval-mode=yolo",
             "--no-session",
             "--add-dir",
             ws,

@@ -12,6 +12,11 @@ use common::Env;
 use serde::Deserialize;
 use serde_json::json;
 
+/// What omp's write mode costs, said on stderr whenever a job renders it outside a seat.
+const OMP_WRITE_WARNING: &str = "moot-render: warning: omp's --approval-mode=write refuses bash \
+without an interactive UI: the shell is unavailable to this run; confine it with moot-sandbox \
+and pass --seat for a shell\n";
+
 const OMP_JOB: &[&str] = &[
     "omp",
     "--policy",
@@ -53,7 +58,7 @@ fn nul_is_the_default_and_terminates_every_element() {
     .flat_map(|arg| arg.bytes().chain([0]))
     .collect();
     assert_eq!(out.stdout, expected);
-    assert_eq!(out.stderr, "");
+    assert_eq!(out.stderr, OMP_WRITE_WARNING);
     let explicit = env.run(&with_prompt(
         OMP_JOB,
         &["--format", "nul", "--", "Fix the bug\nin 'parser'"],
@@ -109,18 +114,24 @@ fn json_carries_argv_policy_plan_and_warnings() {
             "staged": [],
             "stage_dir": null,
             "preview": true,
-            "policy": {"value": "workspace-write", "declared": "applied"},
+            "policy": {"value": "workspace-write", "declared": "applied", "enforced_by": "cli"},
             "plan_mode": "plan-into:anthropic/claude-sonnet",
             "session_id": null,
             "warnings": ["--effort (ludicrous): not one of omp's levels (off, minimal, low, \
-                          medium, high, xhigh, max, auto); dropped, omp keeps its own default"]
+                          medium, high, xhigh, max, auto); dropped, omp keeps its own default",
+                         OMP_WRITE_WARNING
+                             .trim_start_matches("moot-render: warning: ")
+                             .trim_end()]
         })
     );
     // Warnings go to stderr in every format.
     assert_eq!(
         out.stderr,
-        "moot-render: warning: --effort (ludicrous): not one of omp's levels (off, minimal, low, \
-         medium, high, xhigh, max, auto); dropped, omp keeps its own default\n"
+        format!(
+            "moot-render: warning: --effort (ludicrous): not one of omp's levels (off, minimal, \
+             low, medium, high, xhigh, max, auto); dropped, omp keeps its own default\n\
+             {OMP_WRITE_WARNING}"
+        )
     );
     for format in ["nul", "sh"] {
         let other = env.run(&with_prompt(
@@ -138,9 +149,59 @@ fn a_readonly_seat_is_declared_widened() {
     let json = out.json();
     assert_eq!(
         json["policy"],
-        json!({"value": "read-only", "declared": "widened"})
+        json!({"value": "read-only", "declared": "widened", "enforced_by": "moot-sandbox"})
     );
     assert_eq!(json["argv"][3], "--approval-mode=yolo");
+}
+
+/// In a seat each CLI's own confinement is off, declared widened and enforced by moot-sandbox;
+/// outside one the policy maps to the CLI's own flags.
+#[test]
+fn a_seat_turns_each_clis_own_confinement_off() {
+    let env = Env::new();
+    for (runtime, extra, flag) in [
+        ("omp", &[][..], "--approval-mode=yolo"),
+        (
+            "codex",
+            &[][..],
+            "--dangerously-bypass-approvals-and-sandbox",
+        ),
+        (
+            "claude",
+            &["--effort", "low"][..],
+            "--dangerously-skip-permissions",
+        ),
+    ] {
+        let mut args = vec![
+            runtime,
+            "--seat",
+            "--policy",
+            "workspace-write",
+            "--format",
+            "json",
+        ];
+        args.extend(extra);
+        args.extend(["--", "Fix it"]);
+        let out = env.run(&args);
+        let json = out.json();
+        assert_eq!(
+            json["policy"],
+            json!({"value": "workspace-write", "declared": "widened", "enforced_by": "moot-sandbox"}),
+            "{runtime}"
+        );
+        let argv: Vec<&str> = json["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert!(argv.contains(&flag), "{runtime}: {argv:?}");
+        assert!(
+            !argv.contains(&"--sandbox") && !argv.contains(&"--permission-mode"),
+            "{argv:?}"
+        );
+        assert_eq!(out.stderr, "", "{runtime}");
+    }
 }
 
 #[test]

@@ -17,8 +17,18 @@ use crate::session::SessionUse;
 /// Builds one claude delivery.
 pub fn build(job: &Job, host: &Host, delivery: &Delivery) -> Result<Built, Refusal> {
     let session = session(&job.session)?;
-    let (mode, declared) = permission_mode(job.policy, host.euid)?;
+    let (mode, declared) = if job.seat {
+        (None, Declared::Widened)
+    } else {
+        permission_mode(job.policy, host.euid)?
+    };
     let mut argv = Argv::new(&["claude"]);
+    if job.seat {
+        // In a seat the kernel enforces the policy. As root claude skips its permission
+        // prompts only when told it runs in a sandbox (IS_SANDBOX=1, which moot-sandbox
+        // --profile claude sets); without the profile it refuses, failing closed.
+        argv.push(&["--dangerously-skip-permissions"]);
+    }
     argv.opt("--permission-mode", mode)
         .each("--add-dir", job.writable.iter().chain(&job.readable))
         .opt("--model", job.model.as_ref().map(|m| m.value.as_str()))

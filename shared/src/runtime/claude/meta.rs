@@ -70,6 +70,11 @@ pub static META: Meta = Meta {
         ],
         url_vars: &["ANTHROPIC_BASE_URL"],
         url_files: &[],
+        env: &[(
+            "IS_SANDBOX",
+            "1",
+            "claude skips its permission prompts as root (--seat) only when told it is sandboxed",
+        )],
     },
     build: argv::build,
 };

@@ -51,6 +51,12 @@ pub fn build(job: &Job, host: &Host, delivery: &Delivery) -> Result<Built, Refus
 
 /// The sandbox flags for the policy. Any grant beyond the worktree widens workspace-write.
 fn sandbox(job: &Job, host: &Host, warnings: &mut Vec<String>) -> (Vec<String>, Declared) {
+    if job.seat {
+        // codex's bubblewrap cannot start under Landlock (no user namespace, no mount), and
+        // without it codex runs no command at all: in a seat the kernel is the sandbox.
+        let bypass = "--dangerously-bypass-approvals-and-sandbox".to_string();
+        return (vec![bypass], Declared::Widened);
+    }
     let mode = |mode: &str| vec!["--sandbox".to_string(), mode.to_string()];
     match job.policy {
         Policy::Auto => {

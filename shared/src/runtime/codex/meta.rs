@@ -63,6 +63,7 @@ pub static META: Meta = Meta {
             Access::Read,
             "provider config",
         )],
+        env: &[],
     },
     build: argv::build,
 };

@@ -66,6 +66,7 @@ pub static KIMI: Meta = Meta {
             Access::Read,
             "provider config",
         )],
+        env: &[],
     },
     build: argv::build,
 };
@@ -103,6 +104,7 @@ pub static KIMI_CLI: Meta = Meta {
             Access::Read,
             "provider config",
         )],
+        env: &[],
     },
     build: argv::build_legacy,
 };

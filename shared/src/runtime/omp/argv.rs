@@ -41,6 +41,13 @@ pub fn build(job: &Job, _host: &Host, delivery: &Delivery) -> Result<Built, Refu
     }
     argv.push(&["--", &delivery.token]);
     let mut built = Built::new(argv.into_vec(), declared);
+    if mode == "write" {
+        built.warnings.push(
+            "omp's --approval-mode=write refuses bash without an interactive UI: the shell is \
+             unavailable to this run; confine it with moot-sandbox and pass --seat for a shell"
+                .to_string(),
+        );
+    }
     built.plan_mode = plan.map(|target| {
         format!(
             "plan-into:{}",
@@ -51,10 +58,13 @@ pub fn build(job: &Job, _host: &Host, delivery: &Delivery) -> Result<Built, Refu
 }
 
 /// The approval mode is always passed: without it omp inherits the host's configured mode,
-/// which differs between machines. A kernel-confined read-only seat runs yolo (declared
-/// widened) so headless shell and test tools work; Landlock is then the write boundary.
+/// which differs between machines. A seat (a kernel-confined run, the read-only seat included)
+/// runs yolo, declared widened, so headless shell and test tools work; Landlock is then the
+/// boundary. Outside a seat, workspace-write's `write` mode refuses bash headless (omp 18.2.3:
+/// "requires approval but no interactive UI available"): the shell is unavailable, and the
+/// rendering says so in a warning.
 fn approval_mode(job: &Job) -> (&'static str, Declared) {
-    if job.readonly_seat {
+    if job.seat {
         return ("yolo", Declared::Widened);
     }
     match job.policy {
@@ -241,11 +251,18 @@ mod tests {
                 "--approval-mode=yolo",
                 Declared::Widened,
             ),
+            (
+                Policy::WorkspaceWrite,
+                true,
+                "--approval-mode=yolo",
+                Declared::Widened,
+            ),
         ];
-        for (policy, readonly_seat, flag, declared) in cases {
+        for (policy, seat, flag, declared) in cases {
             let job = Job {
                 policy,
-                readonly_seat,
+                readonly_seat: seat && policy == Policy::ReadOnly,
+                seat,
                 ..Job::default()
             };
             let built = build(
@@ -257,7 +274,7 @@ mod tests {
             assert_eq!(
                 built.argv,
                 ["omp", "-p", "--mode=json", flag, "--no-session", "--", "x"],
-                "{policy:?} seat={readonly_seat}"
+                "{policy:?} seat={seat}"
             );
             assert_eq!(built.declared, declared);
         }

@@ -73,6 +73,7 @@ pub static META: Meta = Meta {
             Access::Read,
             "provider config",
         )],
+        env: &[],
     },
     build: argv::build,
 };

@@ -65,6 +65,7 @@ pub static META: Meta = Meta {
             Access::Read,
             "provider config",
         )],
+        env: &[],
     },
     build: argv::build,
 };
