@@ -9,6 +9,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::str::FromStr;
 
+use crate::profile::Needs;
 use crate::runtime;
 
 /// Kept under every preset: what any CLI needs to find its binaries, home, locale and terminal.
@@ -22,43 +23,59 @@ pub struct Preset {
     pub runtime: &'static str,
     pub allow: &'static [&'static str],
     pub indivisible: &'static [&'static [&'static str]],
+    /// The runtime's sandbox needs: every variable that moves one of its places or names its
+    /// provider is kept too, so a curated run finds what `moot-sandbox --profile` granted.
+    pub needs: &'static Needs,
 }
 
-const PRESETS: &[Preset] = &[
+static PRESETS: &[Preset] = &[
     Preset {
         runtime: "omp",
         allow: runtime::omp::ENV_ALLOWLIST,
         indivisible: runtime::omp::ENV_INDIVISIBLE,
+        needs: &runtime::omp::meta::META.needs,
     },
     Preset {
         runtime: "kimi",
         allow: runtime::kimi::ENV_ALLOWLIST,
         indivisible: &[],
+        needs: &runtime::kimi::meta::KIMI.needs,
+    },
+    Preset {
+        runtime: "kimi-cli",
+        allow: runtime::kimi::ENV_ALLOWLIST,
+        indivisible: &[],
+        needs: &runtime::kimi::meta::KIMI_CLI.needs,
     },
     Preset {
         runtime: "codex",
         allow: runtime::codex::ENV_ALLOWLIST,
         indivisible: &[],
+        needs: &runtime::codex::meta::META.needs,
     },
     Preset {
         runtime: "claude",
         allow: runtime::claude::ENV_ALLOWLIST,
         indivisible: &[],
+        needs: &runtime::claude::meta::META.needs,
     },
     Preset {
         runtime: "pi",
         allow: runtime::pi::ENV_ALLOWLIST,
         indivisible: &[],
+        needs: &runtime::pi::meta::META.needs,
     },
     Preset {
         runtime: "shell",
         allow: runtime::shell::ENV_ALLOWLIST,
         indivisible: &[],
+        needs: &runtime::shell::meta::META.needs,
     },
     Preset {
         runtime: "mock",
         allow: runtime::mock::ENV_ALLOWLIST,
         indivisible: &[],
+        needs: &runtime::mock::meta::META.needs,
     },
 ];
 
@@ -142,7 +159,9 @@ pub fn curate(
     let allowed: Vec<Pattern> = COMMON_ALLOWLIST
         .iter()
         .chain(preset.allow)
-        .map(|entry| Pattern::of_allowlist(entry))
+        .copied()
+        .chain(preset.needs.variables())
+        .map(Pattern::of_allowlist)
         .chain(keep.iter().cloned())
         .collect();
     let mut vars: Vec<(OsString, OsString)> = env
@@ -297,13 +316,21 @@ mod tests {
         }
     }
 
+    /// Every registered runtime has exactly one preset (kimi-cli had none), and each keeps the
+    /// variables its sandbox profile reads.
     #[test]
     fn every_runtime_has_one_preset() {
-        let mut names: Vec<&str> = runtimes().collect();
-        names.sort_unstable();
-        assert_eq!(
-            names,
-            ["claude", "codex", "kimi", "mock", "omp", "pi", "shell"]
-        );
+        let mut presets: Vec<&str> = runtimes().collect();
+        presets.sort_unstable();
+        let mut registered: Vec<&str> = crate::registry::all().iter().map(|m| m.name).collect();
+        registered.sort_unstable();
+        assert_eq!(presets, registered);
+        for meta in crate::registry::all() {
+            let preset = preset(meta.name).unwrap();
+            for var in meta.needs.variables() {
+                let kept = curate([(OsString::from(var), OsString::from("x"))], preset, &[]);
+                assert_eq!(kept.vars.len(), 1, "{}: {var} is dropped", meta.name);
+            }
+        }
     }
 }

@@ -155,6 +155,16 @@ pub struct Needs {
 }
 
 impl Needs {
+    /// Every variable the needs read: the ones that move places, and the provider URLs.
+    pub fn variables(&self) -> impl Iterator<Item = &'static str> + '_ {
+        let places = self
+            .places
+            .iter()
+            .chain(self.url_files)
+            .filter_map(|p| p.var);
+        places.chain(self.url_vars.iter().copied())
+    }
+
     /// A runtime that needs nothing but its install tree (shell, mock).
     pub const NONE: Needs = Needs {
         places: &[],

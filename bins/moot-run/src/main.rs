@@ -25,7 +25,9 @@ error too, as timeout(1) does, so it is never mistaken for the command's own sta
 
 Environment presets keep PATH HOME USER LOGNAME SHELL TMPDIR TZ LANG LC_* TERM XDG_* plus the
 runtime's names (omp: OMP_PROFILE PI_PROFILE PI_CODING_AGENT_DIR PI_SMOL_MODEL PI_SLOW_MODEL
-PI_PLAN_MODEL, and OMP_AUTH_BROKER_URL with OMP_AUTH_BROKER_TOKEN, kept or dropped together).
+PI_PLAN_MODEL, and OMP_AUTH_BROKER_URL with OMP_AUTH_BROKER_TOKEN, kept or dropped together),
+and every variable its sandbox profile reads (moot-sandbox --profile; CODEX_HOME,
+ANTHROPIC_BASE_URL, KIMI_CODE_HOME, ...).
 
 Examples:
   moot-run --deadline 600 --transcript run.ndjson --status-file s.json -- omp -p --mode=json -- hi \\
