@@ -153,9 +153,11 @@ fn the_readme_pipeline_keeps_the_harness_files_out_of_the_agents_reach() {
         stubs.path().display(),
         common::tool_dir().display()
     );
+    let home = tempfile::tempdir().unwrap();
     let live = Command::new("sh")
         .args(["-c", &readme_pipeline()])
         .current_dir(worktree.path())
+        .env("HOME", home.path())
         .env("PATH", path)
         .env("worktree", worktree.path())
         .env("stage", stage_s)
