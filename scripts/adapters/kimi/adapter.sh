@@ -4,12 +4,18 @@
 # with --add-dir, the session resumed from MOSAIC_SESSION_DIR. MOSAIC_THINKING is not passed:
 # kimi has no reasoning-effort input. Its stderr goes to the parser, which reads the session id
 # and the CLI's own fatal error text there.
+#
+# The legacy kimi-cli runs this same script (scripts/adapters/kimi-cli/adapter.sh links here):
+# the runtime is the name of the directory the script was called through.
 set -u
 case $0 in */*) . "${0%/*}/../lib.sh" ;; *) . ../lib.sh ;; esac
-moot_runtime=kimi
+case $0 in
+    */kimi-cli/adapter.sh) moot_runtime=kimi-cli ;;
+    *) moot_runtime=kimi ;;
+esac
 moot_fold_system_prompt=1
 moot_stderr_to_parser=1
-session=$(moot_saved_session kimi) || session=
-moot_adapter kimi kimi \
+session=$(moot_saved_session "$moot_runtime") || session=
+moot_adapter "$moot_runtime" kimi \
     ${MOSAIC_MODEL:+--model "$MOSAIC_MODEL"} \
     ${session:+--session "$session"}
