@@ -122,8 +122,8 @@ pub fn route(runtime: &str, prompt: &str, rules: &PromptRules) -> Result<Route, 
             "prompt",
             format!(
                 "{} bytes: {runtime} takes the prompt only as one argument, and prompts of \
-                 {STAGE_THRESHOLD} bytes or more never go on argv; shorten it, or use omp or kimi, \
-                 which stage large prompts",
+                 {STAGE_THRESHOLD} bytes or more never go on argv; shorten it, or use a runtime \
+                 that stages large prompts (moot-render --list shows each one's oversize rule)",
                 prompt.len()
             ),
         )),

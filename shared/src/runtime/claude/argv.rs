@@ -31,6 +31,10 @@ pub fn build(job: &Job, host: &Host, delivery: &Delivery) -> Result<Built, Refus
     }
     argv.opt("--permission-mode", mode)
         .each("--add-dir", job.writable.iter().chain(&job.readable))
+        .opt(
+            "--add-dir",
+            delivery.staged.as_ref().map(|s| s.dir.as_str()),
+        )
         .opt("--model", job.model.as_ref().map(|m| m.value.as_str()))
         .opt("--effort", job.effort.as_deref())
         .opt("--system-prompt-file", job.system_prompt.as_deref());

@@ -45,7 +45,9 @@ pub static META: Meta = Meta {
     system_prompt: true,
     extensions: false,
     // claude reads a large prompt from stdin, but under moot-run stdin is /dev/null.
-    prompt: PromptRules::verbatim(Oversize::Refuse),
+    // No attachment flag in print mode: a large prompt is staged, its directory granted with
+    // --add-dir, and claude is told to read it.
+    prompt: PromptRules::verbatim(Oversize::Instruct),
     health_prompt: "Gitmoot health check. Reply OK only.",
     usage_source: "the result event's usage input_tokens/output_tokens",
     needs: Needs {

@@ -38,8 +38,10 @@ pub static META: Meta = Meta {
     system_prompt: false,
     extensions: false,
     prompt: PromptRules {
-        // codex reads a large prompt from stdin, but under moot-run stdin is /dev/null.
-        oversize: Oversize::Refuse,
+        // codex reads a large prompt from stdin, but under moot-run stdin is /dev/null; it is
+        // told to read the staged file instead (its sandboxes read everywhere, and in a seat
+        // moot-sandbox grants the stage read-only).
+        oversize: Oversize::Instruct,
         unsafe_leading: &[],
         // `-` as the prompt makes codex read its instructions from stdin.
         reserved: &["-"],

