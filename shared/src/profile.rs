@@ -152,6 +152,10 @@ pub struct Needs {
     pub url_files: &'static [Place],
     /// Variables set for the CLI when it runs under the profile, with why.
     pub env: &'static [(&'static str, &'static str, &'static str)],
+    /// A private temporary directory, made when absent and given to the CLI as `$TMPDIR`:
+    /// SQLite, node and the shell tools put temporary files there, and the shared /tmp is not
+    /// granted (codex's resume failed in its SQLite without one).
+    pub temp: Option<Place>,
 }
 
 impl Needs {
@@ -171,6 +175,7 @@ impl Needs {
         url_vars: &[],
         url_files: &[],
         env: &[],
+        temp: None,
     };
 }
 
@@ -271,6 +276,25 @@ pub fn derive(runtime: &str, needs: &Needs, program: &Path, env: &Env) -> anyhow
         .iter()
         .map(|(name, value, why)| (name.to_string(), value.to_string(), why.to_string()))
         .collect();
+    if let Some(place) = &needs.temp {
+        if let Some((path, source)) = place.locate(env) {
+            if place.ensure(&path) {
+                let shown = path.display().to_string();
+                profile.grant(
+                    path,
+                    Access::ReadWrite,
+                    format!("{runtime} {} ({source})", place.why),
+                );
+                profile.env.push((
+                    "TMPDIR".into(),
+                    shown,
+                    format!(
+                        "{runtime}'s private temporary directory (the shared /tmp is not granted)"
+                    ),
+                ));
+            }
+        }
+    }
     profile.dedup();
     Ok(profile)
 }
@@ -612,6 +636,7 @@ mod tests {
             ],
             url_vars: &["TOOL_BASE_URL"],
             env: &[],
+            temp: None,
             url_files: &[Place::moved_by(
                 "TOOL_HOME",
                 "config.toml",

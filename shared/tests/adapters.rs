@@ -71,6 +71,23 @@ impl Stubs {
         )
     }
 
+    /// Kimi Code's session store (under the adapter's HOME), recording how the final answer of
+    /// session `id` ended (`completed`, or `truncated` for a length cut).
+    fn kimi_session_store(&self, id: &str, finish_reason: &str) -> &Self {
+        let dir = self
+            .dir
+            .path()
+            .join(".kimi-code/sessions/wd_ws_1")
+            .join(id)
+            .join("agents/main");
+        fs::create_dir_all(&dir).unwrap();
+        let line = format!(
+            r#"{{"message":{{"message":{{"role":"assistant","content":[]}},"meta":{{"source":"llm","finish":{{"finishReason":"{finish_reason}","rawFinishReason":"x"}}}}}},"type":"agent.message.appended"}}"#
+        );
+        fs::write(dir.join("wire.jsonl"), line + "\n").unwrap();
+        self
+    }
+
     fn stdin(&self, name: &str) -> Vec<u8> {
         fs::read(self.path(&format!("{name}.stdin"))).unwrap()
     }
@@ -536,7 +553,8 @@ fn kimi_reads_the_session_from_the_stream_and_resumes_it() {
     let stubs = Stubs::new();
     stubs
         .install("kimi", "kimi/real-code-plain-with-exit.ndjson", 0)
-        .with_stderr("kimi", "kimi/real-code-plain-with-exit.stderr.txt");
+        .with_stderr("kimi", "kimi/real-code-plain-with-exit.stderr.txt")
+        .kimi_session_store(KIMI_SESSION, "completed");
     let sessions = tempfile::tempdir().unwrap();
     let env = [
         ("MOSAIC_REQUEST", "Review the diff."),
@@ -559,10 +577,40 @@ fn kimi_reads_the_session_from_the_stream_and_resumes_it() {
     );
     adapter("kimi", &stubs, &env);
     let argv = stubs.argv("kimi").unwrap();
-    assert_eq!(
-        argv[2..4],
-        ["-S", "session_304a3283-8993-44b9-a4ba-f9d97dfa927f"]
-    );
+    assert_eq!(argv[2..4], ["-S", KIMI_SESSION]);
+}
+
+/// The session the captured Kimi Code run printed.
+const KIMI_SESSION: &str = "session_304a3283-8993-44b9-a4ba-f9d97dfa927f";
+
+/// Regression: Kimi Code exits 0 with the same stream for a length-cut answer, and the adapter
+/// printed the cut answer as a success. Its session store records the cut; a store that cannot
+/// vouch for the answer fails the run too (fail closed).
+#[test]
+fn kimi_fails_an_answer_its_session_store_records_as_cut() {
+    for (finish, store) in [("truncated", true), ("completed", false)] {
+        let stubs = Stubs::new();
+        stubs
+            .install("kimi", "kimi/real-code-plain-with-exit.ndjson", 0)
+            .with_stderr("kimi", "kimi/real-code-plain-with-exit.stderr.txt");
+        if store {
+            stubs.kimi_session_store(KIMI_SESSION, finish);
+        }
+        let out = adapter("kimi", &stubs, &[("MOSAIC_REQUEST", "hi")]);
+        assert_eq!(out.status.code(), Some(1), "{finish}");
+        assert!(out.stdout.is_empty(), "a cut answer was printed");
+        let stderr = text(&out.stderr);
+        let why = if store {
+            "unfinished (finishReason truncated"
+        } else {
+            "cannot verify"
+        };
+        assert!(
+            stderr.starts_with("moot-parse-kimi: truncated: ") && stderr.contains(why),
+            "{stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
 }
 
 #[test]

@@ -23,6 +23,13 @@ struct Cli {
     /// this session: kimi -r <id>"), which the legacy CLI prints nowhere else.
     #[arg(long, value_name = "FILE")]
     stderr_file: Option<PathBuf>,
+
+    /// Kimi Code's session store ($KIMI_CODE_HOME/sessions): once stdin ends, the final answer's
+    /// finish reason is read there, since the stream is the same for a complete, a length-cut
+    /// and a dropped answer. Anything but "completed", or a session the store does not have,
+    /// fails the run as truncated.
+    #[arg(long, value_name = "DIR")]
+    session_store: Option<PathBuf>,
 }
 
 const EXAMPLES: &str = "\
@@ -36,7 +43,9 @@ Examples:
 fn main() -> ExitCode {
     match moot::report::parse_args::<Cli>(TOOL, EXIT_USAGE) {
         Ok(cli) => moot::report::run_tool(TOOL, EXIT_USAGE, || {
-            run_parser(TOOL, Kimi::with_stderr_file(cli.stderr_file), &cli.args)
+            let kimi =
+                Kimi::with_stderr_file(cli.stderr_file).with_session_store(cli.session_store);
+            run_parser(TOOL, kimi, &cli.args)
         }),
         Err(code) => code,
     }

@@ -15,6 +15,16 @@ case $0 in
 esac
 moot_fold_system_prompt=1
 moot_stderr_to_parser=1
+# Kimi Code prints the same stream for a complete, a length-cut and a dropped answer; its
+# session store records which (moot-parse-kimi --session-store). The legacy kimi-cli has no
+# such record.
+# Nothing the legacy kimi-cli prints or stores says whether the answer was finished, so its
+# adapter fails closed: an answer must end with its gitmoot_result to count.
+if [ "$moot_runtime" = kimi ]; then
+    moot_parser_flags="--session-store ${KIMI_CODE_HOME:-$HOME/.kimi-code}/sessions"
+else
+    moot_parser_flags=--require-result
+fi
 session=$(moot_saved_session "$moot_runtime") || session=
 moot_adapter "$moot_runtime" kimi \
     ${MOSAIC_MODEL:+--model "$MOSAIC_MODEL"} \

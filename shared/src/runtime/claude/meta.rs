@@ -77,6 +77,13 @@ pub static META: Meta = Meta {
             "1",
             "claude skips its permission prompts as root (--seat) only when told it is sandboxed",
         )],
+        temp: Some(Place::moved_by(
+            "CLAUDE_CONFIG_DIR",
+            "tmp",
+            ".claude/tmp",
+            Access::ReadWrite,
+            "temporary files",
+        )),
     },
     build: argv::build,
 };

@@ -66,6 +66,13 @@ pub static META: Meta = Meta {
             "provider config",
         )],
         env: &[],
+        temp: Some(Place::moved_by(
+            "CODEX_HOME",
+            "tmp",
+            ".codex/tmp",
+            Access::ReadWrite,
+            "temporary files",
+        )),
     },
     build: argv::build,
 };

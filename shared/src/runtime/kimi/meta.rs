@@ -67,6 +67,13 @@ pub static KIMI: Meta = Meta {
             "provider config",
         )],
         env: &[],
+        temp: Some(Place::moved_by(
+            "KIMI_CODE_HOME",
+            "tmp",
+            ".kimi-code/tmp",
+            Access::ReadWrite,
+            "temporary files",
+        )),
     },
     build: argv::build,
 };
@@ -105,6 +112,13 @@ pub static KIMI_CLI: Meta = Meta {
             "provider config",
         )],
         env: &[],
+        temp: Some(Place::moved_by(
+            "KIMI_SHARE_DIR",
+            "tmp",
+            ".kimi/tmp",
+            Access::ReadWrite,
+            "temporary files",
+        )),
     },
     build: argv::build_legacy,
 };

@@ -2,6 +2,7 @@
 
 pub mod argv;
 pub mod meta;
+pub mod store;
 pub mod stream;
 
 /// Kimi keeps nothing beyond the common allowlist under `moot-run --env-preset kimi`: it

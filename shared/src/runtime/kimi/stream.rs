@@ -59,6 +59,8 @@ const STDERR_LOG_POINTER: &str = "See log: ";
 #[derive(Debug, Default)]
 pub struct Kimi {
     stderr_file: Option<PathBuf>,
+    /// Kimi Code's session store, where the final message's finish reason is (store.rs).
+    session_store: Option<PathBuf>,
     session_id: Option<String>,
     /// The final assistant message so far.
     last: Option<Message>,
@@ -128,6 +130,13 @@ impl Kimi {
             ..Kimi::default()
         }
     }
+
+    /// Verifies a Kimi Code answer against the session store once the stream has ended: the
+    /// stream alone cannot tell a complete answer from a cut one.
+    pub fn with_session_store(mut self, session_store: Option<PathBuf>) -> Self {
+        self.session_store = session_store;
+        self
+    }
 }
 
 impl Dialect for Kimi {
@@ -185,7 +194,10 @@ impl Dialect for Kimi {
         if self.session_id.is_none() {
             self.session_id = stderr.session_id;
         }
-        let outcome = self.judge(stderr.error.as_deref()).or(stderr_problem);
+        let outcome = self
+            .judge(stderr.error.as_deref())
+            .or(stderr_problem)
+            .or_else(|| self.unfinished());
         let last = self.last.unwrap_or_default();
         Verdict {
             facts: Facts {
@@ -300,6 +312,43 @@ impl Kimi {
     /// applied by the parse driver; the process outcome is folded in after). Kimi Code's
     /// stderr error counts only for a run that never completed: on a completed one, an
     /// `error:` line on stderr is a tool's output that Kimi Code relayed.
+    /// With `--session-store`, a Kimi Code run whose final message the store does not record
+    /// as completed failed as `truncated`; one the store cannot vouch for fails closed.
+    fn unfinished(&self) -> Option<Failure> {
+        let store = self.session_store.as_deref()?;
+        if !self.kimi_code {
+            return None;
+        }
+        let Some(id) = self.session_id.as_deref() else {
+            return Some(Failure::new(
+                ErrorClass::Truncated,
+                "cannot verify that the answer is complete: the stream named no session to look \
+                 up in the session store",
+            ));
+        };
+        match super::store::final_finish(store, id) {
+            Ok(finish) if finish.is_complete() => None,
+            Ok(finish) => Some(Failure::new(
+                ErrorClass::Truncated,
+                format!(
+                    "Kimi Code's session store records the final answer as unfinished \
+                     (finishReason {}, raw {}): the provider cut it off{}, though kimi exited 0",
+                    finish.reason.as_deref().unwrap_or("null"),
+                    finish.raw.as_deref().unwrap_or("null"),
+                    if finish.raw.as_deref() == Some("length") {
+                        " at its length limit"
+                    } else {
+                        " or the stream dropped"
+                    }
+                ),
+            )),
+            Err(why) => Some(Failure::new(
+                ErrorClass::Truncated,
+                format!("cannot verify that the answer is complete: {why}"),
+            )),
+        }
+    }
+
     fn judge(&self, stderr_error: Option<&str>) -> Option<Failure> {
         let own_words = self
             .error_event

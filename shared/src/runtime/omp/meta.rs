@@ -74,6 +74,11 @@ pub static META: Meta = Meta {
             "provider config",
         )],
         env: &[],
+        temp: Some(Place::home(
+            ".omp/tmp",
+            Access::ReadWrite,
+            "temporary files",
+        )),
     },
     build: argv::build,
 };

@@ -66,6 +66,13 @@ pub static META: Meta = Meta {
             "provider config",
         )],
         env: &[],
+        temp: Some(Place::moved_by(
+            "PI_CODING_AGENT_DIR",
+            "tmp",
+            ".pi/tmp",
+            Access::ReadWrite,
+            "temporary files",
+        )),
     },
     build: argv::build,
 };
