@@ -142,11 +142,32 @@ moot_adapter() {
     fi
     moot_session_file=
     [ -n "${MOSAIC_SESSION_DIR:-}" ] && moot_session_file=$MOSAIC_SESSION_DIR/$moot_runtime.session
+    if [ -z "$moot_stderr" ]; then
+        # shellcheck disable=SC2086 # moot_parser_flags is a list of flags on purpose
+        "$@" <"$moot_work/argv" |
+            moot-parse-"$moot_parser" --text --status-file "$moot_work/out/status" \
+                ${moot_parser_flags:-} --cleanup "$moot_work" \
+                ${moot_session_file:+--session-file "$moot_session_file"}
+        return
+    fi
+    # The CLI's stderr went to the parser, which names the cause in one line. On a failure the
+    # CLI's full text is kept (beside the session, else in TMPDIR) and that line says where;
+    # the scratch directory is removed by the trap.
     # shellcheck disable=SC2086 # moot_parser_flags is a list of flags on purpose
     "$@" <"$moot_work/argv" |
-        moot-parse-"$moot_parser" --text --status-file "$moot_work/out/status" ${moot_parser_flags:-} \
-            --cleanup "$moot_work" ${moot_stderr:+--stderr-file "$moot_stderr"} \
-            ${moot_session_file:+--session-file "$moot_session_file"}
+        moot-parse-"$moot_parser" --text --status-file "$moot_work/out/status" \
+            ${moot_parser_flags:-} --stderr-file "$moot_stderr" \
+            ${moot_session_file:+--session-file "$moot_session_file"} 2>"$moot_work/diagnostic"
+    moot_status=$?
+    [ "$moot_status" = 0 ] && return 0
+    IFS= read -r moot_diagnostic <"$moot_work/diagnostic" ||
+        moot_diagnostic="moot adapter ($moot_runtime): the run failed (exit $moot_status)"
+    moot_kept=${MOSAIC_SESSION_DIR:-${TMPDIR:-/tmp}}/$moot_runtime-stderr.$$.txt
+    if [ -s "$moot_stderr" ] && mv "$moot_stderr" "$moot_kept" 2>/dev/null; then
+        moot_diagnostic="$moot_diagnostic (the CLI's full stderr: $moot_kept)"
+    fi
+    printf '%s\n' "$moot_diagnostic" >&2
+    return "$moot_status"
 }
 
 # moot_saved_session RUNTIME: the session id an earlier successful turn left in

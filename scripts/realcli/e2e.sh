@@ -216,6 +216,12 @@ check() {
                 echo "a failed run (exit $status) printed an answer: $(head -c 200 "$out")"
             elif [ "$status" = 0 ] && [ "$scenario" = error ]; then
                 echo "a provider error passed as success"
+            elif [ "$scenario" = error ] && [ "$via" = adapter ] && [ -n "$stderr_flag" ]; then
+                # One line names the cause and the kept file with the CLI's whole stderr.
+                local kept
+                kept=$(sed -n "s/.*(the CLI's full stderr: \(.*\))\$/\1/p" "$err")
+                [ "$(wc -l <"$err")" = 1 ] && [ -s "$kept" ] ||
+                    echo "the CLI's stderr was not kept and named on one line: $(head -c 300 "$err")"
             fi
             ;;
         deadline)

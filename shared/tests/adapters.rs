@@ -619,11 +619,34 @@ fn kimi_failure_reports_the_cli_text_verbatim() {
     stubs
         .install("kimi", "kimi/real-code-error-with-exit.ndjson", 1)
         .with_stderr("kimi", "kimi/real-code-error-with-exit.stderr.txt");
-    let out = adapter("kimi", &stubs, &[("MOSAIC_REQUEST", "hi")]);
+    let sessions = tempfile::tempdir().unwrap();
+    let out = adapter(
+        "kimi",
+        &stubs,
+        &[
+            ("MOSAIC_REQUEST", "hi"),
+            ("MOSAIC_SESSION_DIR", sessions.path().to_str().unwrap()),
+        ],
+    );
     assert_failed(
         &out,
         1,
         "moot-parse-kimi: retry_exhausted: error: failed to run prompt: provider.api_error: 500",
     );
     assert!(!text(&out.stderr).to_lowercase().contains("authentication"));
+    // The one line names the file that keeps the CLI's whole stderr, which is not deleted.
+    let stderr = text(&out.stderr);
+    let kept = stderr
+        .trim_end()
+        .rsplit_once("(the CLI's full stderr: ")
+        .and_then(|(_, rest)| rest.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("no kept stderr named: {stderr}"));
+    assert!(
+        kept.starts_with(sessions.path().to_str().unwrap()),
+        "{kept}"
+    );
+    assert_eq!(
+        fs::read(kept).unwrap(),
+        fs::read(root().join("testdata/kimi/real-code-error-with-exit.stderr.txt")).unwrap()
+    );
 }
