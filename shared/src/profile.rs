@@ -380,7 +380,9 @@ fn install_tree(
             );
         }
     }
-    let Some(interpreter) = shebang(&real)? else {
+    let Some(resolved) =
+        interpreter(&real, path_var).with_context(|| format!("{what} ({})", real.display()))?
+    else {
         return Ok(());
     };
     if depth >= MAX_INTERPRETERS {
@@ -389,17 +391,24 @@ fn install_tree(
             real.display()
         );
     }
-    let resolved = match interpreter {
-        Interpreter::Path(path) => path,
-        Interpreter::Env(name) => resolve_program(name.as_ref(), path_var).map_err(|e| {
-            anyhow!(
-                "{what} ({}) runs `#!/usr/bin/env {}`, which is not on PATH: {e}",
-                real.display(),
-                name.to_string_lossy()
-            )
-        })?,
-    };
     install_tree(runtime, &resolved, path_var, profile, depth + 1)
+}
+
+/// The interpreter the kernel runs for `real` (a `#!` script), resolved as env(1) would;
+/// `None` for a binary.
+fn interpreter(real: &Path, path_var: Option<&std::ffi::OsStr>) -> anyhow::Result<Option<PathBuf>> {
+    Ok(match shebang(real)? {
+        None => None,
+        Some(Interpreter::Path(path)) => Some(path),
+        Some(Interpreter::Env(name)) => {
+            Some(resolve_program(name.as_ref(), path_var).map_err(|e| {
+                anyhow!(
+                    "runs `#!/usr/bin/env {}`, which is not on PATH: {e}",
+                    name.to_string_lossy()
+                )
+            })?)
+        }
+    })
 }
 
 /// The files the kernel executes to start `program`, real paths: the program, then each `#!`
@@ -416,11 +425,7 @@ pub fn exec_chain(program: &Path, path_var: Option<&std::ffi::OsStr>) -> Vec<Pat
         if chain.len() > MAX_INTERPRETERS {
             break;
         }
-        next = match shebang(&real) {
-            Ok(Some(Interpreter::Path(path))) => Some(path),
-            Ok(Some(Interpreter::Env(name))) => resolve_program(name.as_ref(), path_var).ok(),
-            _ => None,
-        };
+        next = interpreter(&real, path_var).ok().flatten();
     }
     chain
 }

@@ -158,13 +158,13 @@ pub struct SandboxArgs {
 pub fn run(tool: &str, args: &SandboxArgs) -> ExitCode {
     let result = if args.check {
         check()
+    } else if args.print_profile {
+        print_profile(args)
     } else {
         confine_and_exec(tool, args).map(|never| match never {})
     };
     result.unwrap_or_else(|refusal| {
-        if refusal.status != 0 {
-            report::print_error(tool, &refusal.error);
-        }
+        report::print_error(tool, &refusal.error);
         ExitCode::from(refusal.status)
     })
 }
@@ -215,9 +215,6 @@ fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusa
     // Resolved before the sandbox exists: PATH's directories need not be readable inside it.
     let program = resolve_program(&argv[0], std::env::var_os("PATH").as_deref())?;
     let profile = derive_profile(args, &program)?;
-    if args.print_profile {
-        return Err(print_profile(profile.as_ref()));
-    }
     let mut policy = Policy::from_args(args, &program)?;
     if let Some(profile) = &profile {
         policy.add_profile(profile);
@@ -321,24 +318,25 @@ fn derive_profile(args: &SandboxArgs, program: &Path) -> Result<Option<Profile>,
         .map_err(|e| Refusal::usage(anyhow!("--profile ({runtime}): {e:#}")))
 }
 
-/// `--print-profile`: the derived grants on stdout. Returns the "refusal" that ends the tool
-/// with status 0 (or 1 when stdout cannot be written), since nothing is run.
-fn print_profile(profile: Option<&Profile>) -> Refusal {
-    let text = profile.map(Profile::to_string).unwrap_or_default();
+/// `--print-profile`: the grants `--profile` derives for the command, on stdout; nothing runs.
+fn print_profile(args: &SandboxArgs) -> Result<ExitCode, Refusal> {
+    let program = resolve_program(&args.command[0], std::env::var_os("PATH").as_deref())?;
+    let profile = derive_profile(args, &program)?;
+    let text = profile.as_ref().map(Profile::to_string).unwrap_or_default();
+    write_stdout(text.as_bytes(), "the profile")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes a report on stdout; a failed write (a reader gone) is exit 1, not a kernel refusal.
+fn write_stdout(bytes: &[u8], what: &str) -> Result<(), Refusal> {
     let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
+    stdout
+        .write_all(bytes)
         .and_then(|()| stdout.flush())
-    {
-        Ok(()) => Refusal {
-            status: 0,
-            error: anyhow!(""),
-        },
-        Err(e) => Refusal {
+        .map_err(|e| Refusal {
             status: EXIT_OUTPUT_FAILED,
-            error: anyhow!("cannot write the profile to stdout: {e}"),
-        },
-    }
+            error: anyhow!("cannot write {what} to stdout: {e}"),
+        })
 }
 
 /// Root's capabilities reach past Landlock (chmod and chown of any file, mknod, reading other
@@ -1029,14 +1027,7 @@ fn check() -> Result<ExitCode, Refusal> {
     let mut line = serde_json::to_vec(&report)
         .map_err(|e| Refusal::cannot_enforce(anyhow!("cannot print the report: {e}")))?;
     line.push(b'\n');
-    let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(&line)
-        .and_then(|()| stdout.flush())
-        .map_err(|e| Refusal {
-            status: EXIT_OUTPUT_FAILED,
-            error: anyhow!("cannot write the --check report to stdout: {e}"),
-        })?;
+    write_stdout(&line, "the --check report")?;
     let fully = report.probe.passed && missing.is_empty();
     Ok(ExitCode::from(if fully { 0 } else { EXIT_CANNOT_ENFORCE }))
 }
