@@ -19,7 +19,8 @@ use moot::gitmoot_result::{self, ResultError};
 use moot::ndjson::{self, Item, LineReader};
 use moot::outcome::ProcessOutcome;
 use moot::parse::{self, Dialect, ParseArgs};
-use moot::render::{self, Format, Host, RenderArgs, Rendering};
+use moot::model::Host;
+use moot::render::{self, Format, RenderArgs, Rendering};
 use moot::{stage, testkit, worktree};
 
 /// Arbitrary bytes through the whole parse driver and one dialect, three ways:

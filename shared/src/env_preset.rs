@@ -9,7 +9,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::str::FromStr;
 
-use crate::profile::Needs;
+use crate::model::Needs;
 use crate::runtime;
 
 /// Kept under every preset: what any CLI needs to find its binaries, home, locale and terminal.

@@ -9,6 +9,7 @@ pub mod env_preset;
 pub mod envelope;
 pub mod exec;
 pub mod gitmoot_result;
+pub mod model;
 pub mod ndjson;
 pub mod outcome;
 pub mod parse;

@@ -8,80 +8,27 @@
 //!
 //! Nothing is staged until every check has passed, so a refusal (exit 2) leaves nothing behind.
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::fmt;
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use crate::registry::{self, EffortRule, Entry, Meta, OnUnknown};
-use crate::session;
+use crate::model::job::escape_controls;
+use crate::model::{
+    nonblank, selector_problem, Action, Built, Declared, Delivery, EffortRule, Host, Job, Meta,
+    OnUnknown, Plan, Policy, Refusal, Selector, Staged,
+};
+use crate::registry::{self, Entry};
 use crate::stage::{self, Route, StagePlan};
-use crate::worktree::{self, Worktree};
 
 /// Exit status of a refusal: bad input, nothing staged.
 pub const EXIT_REFUSED: u8 = 2;
 /// Exit status of a failure of the machine: the staged file or stdout could not be written.
 pub const EXIT_FAILED: u8 = 1;
-
-/// The autonomy policy of the seat.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Policy {
-    /// Read tools only.
-    ReadOnly,
-    /// Edits inside the workspace.
-    WorkspaceWrite,
-    /// Everything.
-    DangerFullAccess,
-    /// Nothing requested: the runtime's own default (declared widened).
-    #[default]
-    Auto,
-}
-
-impl Policy {
-    /// Whether the policy lets the seat write (implement and plan need it).
-    pub fn grants_write(self) -> bool {
-        matches!(self, Policy::WorkspaceWrite | Policy::DangerFullAccess)
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Policy::ReadOnly => "read-only",
-            Policy::WorkspaceWrite => "workspace-write",
-            Policy::DangerFullAccess => "danger-full-access",
-            Policy::Auto => "auto",
-        }
-    }
-}
-
-/// The job's action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Action {
-    #[default]
-    Ask,
-    Review,
-    Implement,
-    Produce,
-}
-
-impl Action {
-    pub fn name(self) -> &'static str {
-        match self {
-            Action::Ask => "ask",
-            Action::Review => "review",
-            Action::Implement => "implement",
-            Action::Produce => "produce",
-        }
-    }
-}
 
 /// How the argv is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
@@ -94,14 +41,6 @@ pub enum Format {
     Json,
     /// One shell-quoted line, for a human. A preview, as json.
     Sh,
-}
-
-/// Whether the runtime enforces the policy as asked, or runs with more than was asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Declared {
-    Applied,
-    Widened,
 }
 
 /// The policy as the output reports it.
@@ -122,217 +61,6 @@ pub enum Enforcer {
     Cli,
     /// Landlock, through moot-sandbox wrapping the CLI (`--seat`).
     MootSandbox,
-}
-
-/// A model selector and where it came from (a flag or a runtime default in the environment),
-/// so a refusal names the input the user has to fix.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Selector {
-    pub value: String,
-    pub source: String,
-}
-
-impl Selector {
-    pub fn flag(value: &str) -> Self {
-        Selector {
-            value: value.into(),
-            source: "--model".into(),
-        }
-    }
-}
-
-/// A plan-mode request (omp's plan-then-execute).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Plan {
-    /// The model the execution phase runs on, when asked for explicitly.
-    pub into: Option<String>,
-}
-
-/// One job, resolved and checked by the rules every runtime shares (the action is fully
-/// handled by those rules: no CLI takes it as a flag).
-#[derive(Debug, Clone, Default)]
-pub struct Job {
-    /// The effective policy (a read-only seat is read-only).
-    pub policy: Policy,
-    pub readonly_seat: bool,
-    /// The run is confined by moot-sandbox, which enforces the policy (`--seat`, and every
-    /// read-only seat): the CLI's own sandbox and approval prompts are turned off, since a
-    /// nested sandbox cannot start under Landlock and a prompt nobody answers blocks the tools.
-    pub seat: bool,
-    /// The effective model: the flag, else the runtime default from the environment.
-    pub model: Option<Selector>,
-    /// The effective effort, already checked against the runtime's rule.
-    pub effort: Option<String>,
-    /// The session reference, trimmed ("" when none).
-    pub session: String,
-    /// Absolute writable grants, in order.
-    pub writable: Vec<String>,
-    /// Absolute readable grants, in order.
-    pub readable: Vec<String>,
-    /// Time left for the run, in milliseconds.
-    pub deadline_ms: Option<u64>,
-    pub plan: Option<Plan>,
-    /// Absolute path of a readable regular file.
-    pub system_prompt: Option<String>,
-    /// Absolute paths of readable regular files.
-    pub extensions: Vec<String>,
-    /// Ask for the incremental event stream where the runtime has a choice.
-    pub stream: bool,
-    /// The runtime's health check, not a job.
-    pub health: bool,
-}
-
-/// What a builder may know about the machine, probed once so builders stay pure functions.
-#[derive(Debug, Clone)]
-pub struct Host {
-    /// The job's working directory (moot-render's own: run it where the runtime will run).
-    pub cwd: PathBuf,
-    pub euid: u32,
-    /// The git worktree containing `cwd`.
-    pub worktree: Option<Worktree>,
-    /// A random version-4 UUID, for runtimes that name a new session up front.
-    pub fresh_uuid: String,
-    /// The temporary directory fresh staging directories go under.
-    pub tmpdir: String,
-    /// Random suffix of a fresh staging directory.
-    pub stage_suffix: String,
-    /// The `MOOT_*` environment: runtime defaults.
-    pub env: BTreeMap<String, String>,
-}
-
-impl Host {
-    /// Probes this process's working directory, user, temporary directory and environment.
-    pub fn probe() -> anyhow::Result<Self> {
-        use anyhow::Context;
-        let cwd = std::env::current_dir().context("cannot read the working directory")?;
-        let random: [u8; 22] = session::random_bytes().context("cannot read /dev/urandom")?;
-        let (uuid_bytes, suffix_bytes) = random.split_at(16);
-        let mut uuid = [0u8; 16];
-        uuid.copy_from_slice(uuid_bytes);
-        let tmpdir = std::env::var_os("TMPDIR")
-            .filter(|v| !v.is_empty())
-            .map_or_else(|| "/tmp".to_string(), |v| v.to_string_lossy().into_owned());
-        Ok(Host {
-            worktree: worktree::find(&cwd),
-            cwd,
-            euid: nix::unistd::geteuid().as_raw(),
-            fresh_uuid: session::uuid_v4(uuid),
-            tmpdir,
-            stage_suffix: suffix_bytes.iter().map(|b| format!("{b:02x}")).collect(),
-            // vars_os: another variable that is not UTF-8 must not stop (or panic) the tool.
-            env: std::env::vars_os()
-                .filter_map(|(name, value)| {
-                    Some((name.into_string().ok()?, value.into_string().ok()?))
-                })
-                .filter(|(name, _)| name.starts_with("MOOT_"))
-                .collect(),
-        })
-    }
-
-    /// A non-blank environment value.
-    pub fn var(&self, name: &str) -> Option<String> {
-        nonblank(self.env.get(name).map(String::as_str))
-    }
-}
-
-/// A staged prompt, as a builder sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Staged {
-    pub dir: String,
-    pub file: String,
-}
-
-/// How the prompt reaches the runtime: the token that goes where the prompt goes, and the
-/// staged file when there is one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Delivery {
-    pub token: String,
-    pub staged: Option<Staged>,
-}
-
-impl Delivery {
-    /// The prompt itself, verbatim.
-    pub fn inline(prompt: impl Into<String>) -> Self {
-        Delivery {
-            token: prompt.into(),
-            staged: None,
-        }
-    }
-}
-
-/// What a runtime's builder returns.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Built {
-    pub argv: Vec<String>,
-    pub declared: Declared,
-    /// Plan-mode evidence: `plan-into:<model>` or `plan-into:<runtime-default>`.
-    pub plan_mode: Option<String>,
-    /// A session id the argv names for a new session: store it only if the run succeeds.
-    pub session_id: Option<String>,
-    pub warnings: Vec<String>,
-}
-
-impl Built {
-    pub fn new(argv: Vec<String>, declared: Declared) -> Self {
-        Built {
-            argv,
-            declared,
-            plan_mode: None,
-            session_id: None,
-            warnings: Vec::new(),
-        }
-    }
-}
-
-/// A runtime's argv builder. It refuses what its runtime cannot take; it never touches the
-/// file system beyond reading (the staged file is written after it succeeds).
-pub type Builder = fn(&Job, &Host, &Delivery) -> Result<Built, Refusal>;
-
-/// Bad input: `<input> (<value>): <why and what to do>`, printed on one line, exit 2.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    input: String,
-    value: Option<String>,
-    why: String,
-}
-
-impl Refusal {
-    pub fn new(input: impl Into<String>, why: impl Into<String>) -> Self {
-        Refusal {
-            input: input.into(),
-            value: None,
-            why: why.into(),
-        }
-    }
-
-    /// The offending value, shown with control characters escaped so the line stays one line.
-    /// Never pass prompt text here.
-    pub fn value(mut self, value: impl AsRef<str>) -> Self {
-        self.value = Some(escape_controls(value.as_ref()));
-        self
-    }
-}
-
-impl fmt::Display for Refusal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.value {
-            Some(value) => write!(f, "{} ({value}): {}", self.input, self.why),
-            None => write!(f, "{}: {}", self.input, self.why),
-        }
-    }
-}
-
-fn escape_controls(value: &str) -> String {
-    value
-        .chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
 }
 
 /// The flags of one delivery. Value flags whose values are checked here take a value that
@@ -595,17 +323,14 @@ pub fn prepare(args: &RenderArgs, host: &Host) -> Result<Rendering, Refusal> {
 /// The token beside a staged prompt: an instruction to read the granted file, or a pointer to
 /// the attached one.
 fn staged_delivery(plan: &StagePlan, instruct: bool) -> Delivery {
-    let token = if instruct {
-        stage::read_instruction(&plan.file)
-    } else {
-        stage::ATTACH_POINTER.to_string()
+    let staged = Staged {
+        dir: plan.dir.display().to_string(),
+        file: plan.file.display().to_string(),
     };
-    Delivery {
-        token,
-        staged: Some(Staged {
-            dir: plan.dir.display().to_string(),
-            file: plan.file.display().to_string(),
-        }),
+    if instruct {
+        Delivery::instructed(staged)
+    } else {
+        Delivery::attached(staged)
     }
 }
 
@@ -727,20 +452,6 @@ fn resolve_plan(
         ));
     }
     Ok(Some(Plan { into }))
-}
-
-/// Why `value` is not one model selector: it would read as a flag, or split into several
-/// arguments, or carry characters no selector has.
-pub fn selector_problem(value: &str) -> Option<&'static str> {
-    if value.starts_with('-') {
-        Some("a model selector cannot start with '-', where it would read as a flag")
-    } else if value.chars().any(char::is_control) {
-        Some("a model selector cannot contain control characters")
-    } else if value.chars().any(char::is_whitespace) {
-        Some("a model selector cannot contain whitespace")
-    } else {
-        None
-    }
 }
 
 /// The flag's value, else the runtime default from the environment (blank counts as unset).
@@ -1141,103 +852,10 @@ pub fn sh_quote(word: &str) -> String {
     quoted
 }
 
-/// A non-blank value, trimmed.
-pub fn nonblank(value: Option<&str>) -> Option<String> {
-    value
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-        .map(String::from)
-}
-
-/// An argv under construction: the one way every builder writes flags and their values.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Argv(Vec<String>);
-
-impl Argv {
-    pub fn new(words: &[&str]) -> Self {
-        Argv(words.iter().map(|w| w.to_string()).collect())
-    }
-
-    /// Appends words.
-    pub fn push(&mut self, words: &[&str]) -> &mut Self {
-        self.0.extend(words.iter().map(|w| w.to_string()));
-        self
-    }
-
-    /// Appends `flag value` when there is a value.
-    pub fn opt(&mut self, flag: &str, value: Option<&str>) -> &mut Self {
-        if let Some(value) = value {
-            self.push(&[flag, value]);
-        }
-        self
-    }
-
-    /// Appends `flag value` for each value.
-    pub fn each<'v>(
-        &mut self,
-        flag: &str,
-        values: impl IntoIterator<Item = &'v String>,
-    ) -> &mut Self {
-        for value in values {
-            self.push(&[flag, value]);
-        }
-        self
-    }
-
-    pub fn into_vec(self) -> Vec<String> {
-        self.0
-    }
-}
-
-#[cfg(test)]
-pub(crate) mod testing {
-    use super::*;
-
-    /// A host with fixed random values, outside any worktree.
-    pub(crate) fn host() -> Host {
-        Host {
-            cwd: PathBuf::from("/"),
-            euid: 1000,
-            worktree: None,
-            fresh_uuid: "0f8c1c3e-9a4b-4c1d-8e2f-123456789abc".into(),
-            tmpdir: "/tmp".into(),
-            stage_suffix: "0011223344556677".into(),
-            env: BTreeMap::new(),
-        }
-    }
-
-    /// A staged delivery as the omp and pi builders receive it.
-    pub(crate) fn attached() -> Delivery {
-        Delivery {
-            token: crate::stage::ATTACH_POINTER.into(),
-            staged: Some(Staged {
-                dir: "/tmp/moot-stage-x".into(),
-                file: "/tmp/moot-stage-x/prompt.md".into(),
-            }),
-        }
-    }
-
-    /// Builds with `build` and returns the argv, panicking on a refusal.
-    pub(crate) fn argv(build: Builder, job: &Job, delivery: &Delivery) -> Vec<String> {
-        build(job, &host(), delivery).unwrap().argv
-    }
-
-    /// Builds with `build` and returns the refusal line.
-    pub(crate) fn refusal(build: Builder, job: &Job) -> String {
-        build(job, &host(), &Delivery::inline("x"))
-            .unwrap_err()
-            .to_string()
-    }
-
-    pub(crate) fn model(value: &str) -> Option<Selector> {
-        Some(Selector::flag(value))
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::testing::host;
     use super::*;
+    use crate::model::job::testing::host;
     use clap::Parser;
 
     #[derive(Parser)]

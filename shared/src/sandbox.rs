@@ -566,9 +566,9 @@ impl Policy {
             self.paths.push(PathRule {
                 path: grant.path.clone(),
                 grant: match grant.access {
-                    profile::Access::Read => Grant::Read,
-                    profile::Access::ReadExec => Grant::ReadExec,
-                    profile::Access::ReadWrite => Grant::ReadWrite,
+                    crate::model::Access::Read => Grant::Read,
+                    crate::model::Access::ReadExec => Grant::ReadExec,
+                    crate::model::Access::ReadWrite => Grant::ReadWrite,
                 },
                 optional: false,
                 origin: "--profile",

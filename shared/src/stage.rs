@@ -15,7 +15,7 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::Context;
 
 use crate::cleanup;
-use crate::render::Refusal;
+use crate::model::{Oversize, PromptRules, Refusal};
 use crate::worktree;
 
 /// At this many bytes or more a prompt is staged, never put on argv.
@@ -30,60 +30,6 @@ pub const PROMPT_FILE: &str = "prompt.md";
 
 /// Prefix of the fresh staging directories made under `$TMPDIR`.
 pub const FRESH_DIR_PREFIX: &str = "moot-stage-";
-
-/// How a runtime receives a prompt that cannot go on argv.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Oversize {
-    /// The CLI reads the file itself and inlines it into the same turn (`@<path>`); the prompt
-    /// token becomes a short pointer. Above `ceiling` bytes the CLI would drop the file, so the
-    /// prompt is refused.
-    Attach { ceiling: Option<usize> },
-    /// The CLI only takes the prompt as an argument: the directory is granted to the agent and
-    /// the prompt token tells it to read the file as its whole task.
-    Instruct,
-    /// The CLI has no channel moot can use (its stdin is /dev/null under moot-run): refused.
-    Refuse,
-}
-
-impl Oversize {
-    /// The name shown by `moot-render --list`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Oversize::Attach { .. } => "attach",
-            Oversize::Instruct => "instruct",
-            Oversize::Refuse => "refuse",
-        }
-    }
-
-    pub fn ceiling(self) -> Option<usize> {
-        match self {
-            Oversize::Attach { ceiling } => ceiling,
-            Oversize::Instruct | Oversize::Refuse => None,
-        }
-    }
-}
-
-/// What a runtime declares about the prompts it can take.
-#[derive(Debug, Clone, Copy)]
-pub struct PromptRules {
-    pub oversize: Oversize,
-    /// Leading characters the CLI misreads in its prompt argument whatever precedes it (pi reads
-    /// `-x` as a flag and `@x` as a file, and has no `--`): such prompts take the oversize route.
-    pub unsafe_leading: &'static [char],
-    /// Whole prompts the CLI gives another meaning (codex reads stdin for `-`): refused.
-    pub reserved: &'static [&'static str],
-}
-
-impl PromptRules {
-    /// A CLI that takes any prompt below the threshold verbatim after `--`.
-    pub const fn verbatim(oversize: Oversize) -> Self {
-        PromptRules {
-            oversize,
-            unsafe_leading: &[],
-            reserved: &[],
-        }
-    }
-}
 
 /// How the prompt travels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -343,22 +289,6 @@ fn write_file(plan: &StagePlan, prompt: &[u8]) -> anyhow::Result<()> {
     written.with_context(context)
 }
 
-/// The prompt token that goes beside an attached `prompt.md`.
-pub const ATTACH_POINTER: &str = "The attached file prompt.md is the complete task: its full \
-contents are already included in this message. Carry it out exactly and answer as it instructs. \
-Do not ask for the file's contents and do not treat its name as the task.";
-
-/// The prompt token that tells an agent to read a staged prompt it was granted.
-pub fn read_instruction(file: &Path) -> String {
-    format!(
-        "Your complete task is in the file {}: the whole task, its context and the required output \
-         format. Read the entire file with your file-read tool first, then do exactly what it says \
-         and answer as it instructs. Do not ask for its contents and do not treat the path as the \
-         task.",
-        file.display()
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -615,18 +545,5 @@ mod tests {
         };
         assert!(write(&planned, b"x").is_err());
         assert!(!planned.dir.exists());
-    }
-
-    #[test]
-    fn pointers_are_short_safe_tokens() {
-        for token in [
-            ATTACH_POINTER.to_string(),
-            read_instruction(Path::new("/tmp/moot-stage-x/prompt.md")),
-        ] {
-            assert!(token.contains("prompt.md"));
-            assert!(token.contains("complete task"));
-            assert!(token.len() < 1024);
-            assert!(!token.starts_with(['-', '@']));
-        }
     }
 }

@@ -11,7 +11,7 @@
 //! caller stores it only once the run succeeded (a failed first turn leaves no session to
 //! resume).
 
-use crate::render::{Argv, Built, Declared, Delivery, Host, Job, Policy, Refusal};
+use crate::model::{Argv, Built, Declared, Delivery, Host, Job, Policy, Refusal};
 use crate::session::SessionUse;
 
 /// Builds one claude delivery.
@@ -97,7 +97,7 @@ fn session(reference: &str) -> Result<SessionUse, Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::testing::{argv, host, model, refusal};
+    use crate::model::job::testing::{argv, host, model, refusal};
 
     const NEW: &str = "0f8c1c3e-9a4b-4c1d-8e2f-123456789abc";
     const OLD: &str = "11111111-2222-4333-8444-555555555555";

@@ -13,7 +13,7 @@
 
 use std::path::Path;
 
-use crate::render::{Argv, Built, Declared, Delivery, Host, Job, Policy, Refusal};
+use crate::model::{Argv, Built, Declared, Delivery, Host, Job, Policy, Refusal};
 use crate::session::{is_fresh, is_uuid, SessionUse, LAST};
 use crate::worktree::Kind;
 
@@ -146,7 +146,7 @@ fn session(reference: &str) -> Result<SessionUse, Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::testing::{argv, host, model, refusal};
+    use crate::model::job::testing::{argv, host, model, refusal};
     use crate::worktree::Worktree;
 
     fn run(job: &Job) -> Vec<String> {

@@ -10,7 +10,7 @@
 //! directory is granted with `--add-dir` so kimi's workspace-scoped read tool can open it, and
 //! `-p` carries an instruction to read that file as the whole task.
 
-use crate::render::{Argv, Built, Declared, Delivery, Host, Job, Policy, Refusal};
+use crate::model::{Argv, Built, Declared, Delivery, Host, Job, Policy, Refusal};
 use crate::session::{is_fresh, is_uuid, SessionUse};
 
 /// Kimi Code.
@@ -82,8 +82,8 @@ fn session(flavour: Flavour, reference: &str) -> Result<SessionUse, Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::testing::{argv, model, refusal};
-    use crate::render::Staged;
+    use crate::model::job::testing::{argv, model, refusal};
+    use crate::model::Staged;
 
     const ID: &str = "session_0f8c1c3e-9a4b-4c1d-8e2f-123456789abc";
 
@@ -220,7 +220,7 @@ mod tests {
             };
             let built = build(
                 &job,
-                &crate::render::testing::host(),
+                &crate::model::job::testing::host(),
                 &Delivery::inline("x"),
             )
             .unwrap();

@@ -1,9 +1,6 @@
 //! What moot declares about Kimi Code and the legacy kimi-cli.
 
-use crate::profile::{Access, Needs, Place};
-use crate::registry::{EffortRule, Matrix, Meta};
-use crate::render::Action;
-use crate::stage::{Oversize, PromptRules};
+use crate::model::{Access, Action, EffortRule, Matrix, Meta, Needs, Oversize, Place, PromptRules};
 
 use super::argv;
 

@@ -2,7 +2,7 @@
 //! escapes are interpreted in an argument, and a leading '-' is not an option). It runs no tools,
 //! so every policy holds.
 
-use crate::render::{Argv, Built, Declared, Delivery, Host, Job, Refusal};
+use crate::model::{Argv, Built, Declared, Delivery, Host, Job, Refusal};
 use crate::session::is_fresh;
 
 /// Builds one mock delivery.
@@ -21,7 +21,7 @@ pub fn build(job: &Job, _host: &Host, delivery: &Delivery) -> Result<Built, Refu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::testing::{argv, refusal};
+    use crate::model::job::testing::{argv, refusal};
 
     #[test]
     fn echoes_the_prompt() {

@@ -1,10 +1,7 @@
 //! What moot declares about the mock runtime. Test-only: never use it where a real model
 //! response is required.
 
-use crate::profile::Needs;
-use crate::registry::{EffortRule, Matrix, Meta};
-use crate::render::Action;
-use crate::stage::{Oversize, PromptRules};
+use crate::model::{Action, EffortRule, Matrix, Meta, Needs, Oversize, PromptRules};
 
 use super::argv;
 

@@ -14,7 +14,7 @@
 //! Every run is a fresh in-memory session: never `--resume`, `--continue` or `--fork` (a resumed
 //! run re-roots itself in the previous session's cwd and edits the wrong worktree).
 
-use crate::render::{Argv, Built, Declared, Delivery, Host, Job, Policy, Refusal};
+use crate::model::{Argv, Built, Declared, Delivery, Host, Job, Policy, Refusal};
 use crate::session::{is_fresh, is_uuid, LAST};
 
 /// Builds one omp delivery.
@@ -121,7 +121,7 @@ fn plan(job: &Job) -> Result<Option<Option<String>>, Refusal> {
 }
 
 fn check_target(input: &str, target: &str, origin: &str) -> Result<(), Refusal> {
-    match crate::render::selector_problem(target) {
+    match crate::model::selector_problem(target) {
         None => Ok(()),
         Some(why) => Err(Refusal::new(
             input,
@@ -134,8 +134,8 @@ fn check_target(input: &str, target: &str, origin: &str) -> Result<(), Refusal> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::testing::{argv, attached, model, refusal};
-    use crate::render::{Plan, Selector};
+    use crate::model::job::testing::{argv, attached, model, refusal};
+    use crate::model::{Plan, Selector};
 
     fn run(job: &Job) -> Vec<String> {
         argv(build, job, &Delivery::inline("review this PR"))
@@ -267,7 +267,7 @@ mod tests {
             };
             let built = build(
                 &job,
-                &crate::render::testing::host(),
+                &crate::model::job::testing::host(),
                 &Delivery::inline("x"),
             )
             .unwrap();
@@ -370,7 +370,7 @@ mod tests {
         for (model_value, into, middle, evidence) in cases {
             let built = build(
                 &plan_job(model_value, into),
-                &crate::render::testing::host(),
+                &crate::model::job::testing::host(),
                 &Delivery::inline("work"),
             )
             .unwrap();
@@ -385,7 +385,7 @@ mod tests {
         }
         let no_plan = build(
             &Job::default(),
-            &crate::render::testing::host(),
+            &crate::model::job::testing::host(),
             &Delivery::inline("w"),
         )
         .unwrap();
@@ -411,7 +411,7 @@ mod tests {
                 "m/x",
                 "@/tmp/moot-stage-x/prompt.md",
                 "--",
-                crate::stage::ATTACH_POINTER,
+                crate::model::job::ATTACH_POINTER,
             ]
         );
     }

@@ -12,7 +12,7 @@
 //! system prompt when it cannot read the file. Skills stay off (`--no-skills`): a session's
 //! skills arrive in its system prompt.
 
-use crate::render::{Argv, Built, Declared, Delivery, Host, Job, Policy, Refusal};
+use crate::model::{Argv, Built, Declared, Delivery, Host, Job, Policy, Refusal};
 use crate::session::SessionUse;
 
 /// pi's read-only tool set (its own "read-only mode").
@@ -64,7 +64,7 @@ fn session(reference: &str) -> Result<SessionUse, Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::testing::{argv, attached, host, model, refusal};
+    use crate::model::job::testing::{argv, attached, host, model, refusal};
 
     #[test]
     fn print_mode_without_skills() {
@@ -109,7 +109,7 @@ mod tests {
                 "--tools",
                 "read,grep,find,ls",
                 "@/tmp/moot-stage-x/prompt.md",
-                crate::stage::ATTACH_POINTER
+                crate::model::job::ATTACH_POINTER
             ]
         );
         assert_eq!(built.declared, Declared::Applied);

@@ -1,9 +1,8 @@
 //! What moot declares about pi.
 
-use crate::profile::{Access, Needs, Place};
-use crate::registry::{EffortRule, Matrix, Meta, OnUnknown};
-use crate::render::Action;
-use crate::stage::{Oversize, PromptRules};
+use crate::model::{
+    Access, Action, EffortRule, Matrix, Meta, Needs, OnUnknown, Oversize, Place, PromptRules,
+};
 
 use super::argv;
 

@@ -2,7 +2,7 @@
 //! `$0 = gitmoot` and the prompt as `$1`; the health check runs the same command as
 //! `gitmoot-health` with a fixed prompt. The command is the session reference.
 
-use crate::render::{Argv, Built, Declared, Delivery, Host, Job, Policy, Refusal};
+use crate::model::{Argv, Built, Declared, Delivery, Host, Job, Policy, Refusal};
 use crate::session::is_fresh;
 
 /// Builds one shell delivery.
@@ -38,7 +38,7 @@ pub fn build(job: &Job, _host: &Host, delivery: &Delivery) -> Result<Built, Refu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::testing::{argv, refusal};
+    use crate::model::job::testing::{argv, refusal};
 
     #[test]
     fn delivery_and_health() {

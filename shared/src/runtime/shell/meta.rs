@@ -1,9 +1,6 @@
 //! What moot declares about the shell runtime.
 
-use crate::profile::Needs;
-use crate::registry::{EffortRule, Matrix, Meta};
-use crate::render::Action;
-use crate::stage::{Oversize, PromptRules};
+use crate::model::{Action, EffortRule, Matrix, Meta, Needs, Oversize, PromptRules};
 
 use super::argv;
 

@@ -1,0 +1,17 @@
+//! The model the runtime modules are written against, and that the drivers (src/render.rs,
+//! src/profile.rs, src/registry.rs) read: a job and its delivery ([`job`]), a runtime's record
+//! ([`meta`]) and its sandbox needs ([`needs`]).
+//!
+//! It depends on no driver and no runtime, so `runtime/* → model ← drivers` has no cycle
+//! (`shared/tests/architecture.rs` checks the whole module graph).
+
+pub mod job;
+pub mod meta;
+pub mod needs;
+
+pub use job::{
+    nonblank, selector_problem, Action, Argv, Builder, Built, Declared, Delivery, Host, Job, Plan,
+    Policy, Refusal, Selector, Staged,
+};
+pub use meta::{EffortRule, Matrix, Meta, OnUnknown, Oversize, PromptRules};
+pub use needs::{Access, Needs, Place};
