@@ -1,92 +1,35 @@
 //! Environment presets for moot-run: start from nothing and keep only the names a runtime needs,
 //! so a job does not inherit every credential of the daemon that launched it.
 //!
-//! The mechanism lives here; each runtime's names live in its own module (`ENV_ALLOWLIST`, and
-//! `ENV_INDIVISIBLE` for names that only work together, such as omp's broker URL and token, which
-//! are kept or dropped as one).
+//! The mechanism lives here; each runtime's names live in its record (`env` in
+//! `runtime/<rt>/meta.rs`, with the groups that only work together, such as omp's broker URL and
+//! token, which are kept or dropped as one).
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::str::FromStr;
 
-use crate::model::Needs;
-use crate::runtime;
+use crate::model::Meta;
+use crate::registry;
 
 /// Kept under every preset: what any CLI needs to find its binaries, home, locale and terminal.
 pub const COMMON_ALLOWLIST: &[&str] = &[
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "TZ", "LANG", "LC_*", "TERM", "XDG_*",
 ];
 
-/// One runtime's preset: the names it keeps on top of [`COMMON_ALLOWLIST`].
-#[derive(Debug)]
-pub struct Preset {
-    pub runtime: &'static str,
-    pub allow: &'static [&'static str],
-    pub indivisible: &'static [&'static [&'static str]],
-    /// The runtime's sandbox needs: every variable that moves one of its places or names its
-    /// provider is kept too, so a curated run finds what `moot-sandbox --profile` granted.
-    pub needs: &'static Needs,
-}
-
-static PRESETS: &[Preset] = &[
-    Preset {
-        runtime: "omp",
-        allow: runtime::omp::ENV_ALLOWLIST,
-        indivisible: runtime::omp::ENV_INDIVISIBLE,
-        needs: &runtime::omp::meta::META.needs,
-    },
-    Preset {
-        runtime: "kimi",
-        allow: runtime::kimi::ENV_ALLOWLIST,
-        indivisible: &[],
-        needs: &runtime::kimi::meta::KIMI.needs,
-    },
-    Preset {
-        runtime: "kimi-cli",
-        allow: runtime::kimi::ENV_ALLOWLIST,
-        indivisible: &[],
-        needs: &runtime::kimi::meta::KIMI_CLI.needs,
-    },
-    Preset {
-        runtime: "codex",
-        allow: runtime::codex::ENV_ALLOWLIST,
-        indivisible: &[],
-        needs: &runtime::codex::meta::META.needs,
-    },
-    Preset {
-        runtime: "claude",
-        allow: runtime::claude::ENV_ALLOWLIST,
-        indivisible: &[],
-        needs: &runtime::claude::meta::META.needs,
-    },
-    Preset {
-        runtime: "pi",
-        allow: runtime::pi::ENV_ALLOWLIST,
-        indivisible: &[],
-        needs: &runtime::pi::meta::META.needs,
-    },
-    Preset {
-        runtime: "shell",
-        allow: runtime::shell::ENV_ALLOWLIST,
-        indivisible: &[],
-        needs: &runtime::shell::meta::META.needs,
-    },
-    Preset {
-        runtime: "mock",
-        allow: runtime::mock::ENV_ALLOWLIST,
-        indivisible: &[],
-        needs: &runtime::mock::meta::META.needs,
-    },
-];
-
-/// The runtimes that have a preset, for `--env-preset`'s list of values.
+/// The runtimes that have a preset (all of them), for `--env-preset`'s list of values.
 pub fn runtimes() -> impl Iterator<Item = &'static str> {
-    PRESETS.iter().map(|preset| preset.runtime)
+    registry::all().iter().map(|meta| meta.name)
 }
 
-/// The preset of `runtime`, if it has one.
-pub fn preset(runtime: &str) -> Option<&'static Preset> {
-    PRESETS.iter().find(|preset| preset.runtime == runtime)
+/// The record whose preset `runtime` names, if it is registered: its [`EnvAllowlist`], and
+/// every variable its sandbox [`Needs`] read, so a curated run finds what
+/// `moot-sandbox --profile` granted.
+///
+/// [`EnvAllowlist`]: crate::model::EnvAllowlist
+/// [`Needs`]: crate::model::Needs
+pub fn preset(runtime: &str) -> Option<&'static Meta> {
+    registry::find(runtime).ok()
 }
 
 /// A name to keep: `VAR` exactly, or `PREFIX*` for every name that starts with PREFIX.
@@ -153,12 +96,12 @@ pub struct Curated {
 /// order `env` lists them; then drops every indivisible group that is only partly present.
 pub fn curate(
     env: impl IntoIterator<Item = (OsString, OsString)>,
-    preset: &Preset,
+    preset: &Meta,
     keep: &[Pattern],
 ) -> Curated {
     let allowed: Vec<Pattern> = COMMON_ALLOWLIST
         .iter()
-        .chain(preset.allow)
+        .chain(preset.env.names)
         .copied()
         .chain(preset.needs.variables())
         .map(Pattern::of_allowlist)
@@ -169,7 +112,7 @@ pub fn curate(
         .filter(|(name, _)| allowed.iter().any(|pattern| pattern.matches(name)))
         .collect();
     let mut warnings = Vec::new();
-    for group in preset.indivisible {
+    for group in preset.env.indivisible {
         let (present, missing): (Vec<&str>, Vec<&str>) = group
             .iter()
             .partition(|member| vars.iter().any(|(name, _)| name == **member));
@@ -198,7 +141,7 @@ mod tests {
             .collect()
     }
 
-    fn omp() -> &'static Preset {
+    fn omp() -> &'static Meta {
         preset("omp").expect("omp has a preset")
     }
 
@@ -316,15 +259,10 @@ mod tests {
         }
     }
 
-    /// Every registered runtime has exactly one preset (kimi-cli had none), and each keeps the
-    /// variables its sandbox profile reads.
+    /// Every runtime's preset keeps the variables its sandbox profile reads.
     #[test]
-    fn every_runtime_has_one_preset() {
-        let mut presets: Vec<&str> = runtimes().collect();
-        presets.sort_unstable();
-        let mut registered: Vec<&str> = crate::registry::all().iter().map(|m| m.name).collect();
-        registered.sort_unstable();
-        assert_eq!(presets, registered);
+    fn every_preset_keeps_what_the_profile_reads() {
+        assert!(runtimes().eq(crate::registry::all().iter().map(|m| m.name)));
         for meta in crate::registry::all() {
             let preset = preset(meta.name).unwrap();
             for var in meta.needs.variables() {

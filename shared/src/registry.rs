@@ -13,24 +13,29 @@ use serde::Serialize;
 use crate::model::{EffortRule, Matrix, Meta, Refusal};
 use crate::runtime;
 
+/// Every runtime, in the order `--list` prints them. The one list of runtimes: every other
+/// (presets, `--help`, `--env-preset` values, the checklist test) is derived from it.
+static RUNTIMES: &[&Meta] = &[
+    &runtime::omp::meta::META,
+    &runtime::kimi::meta::KIMI,
+    &runtime::kimi::meta::KIMI_CLI,
+    &runtime::codex::meta::META,
+    &runtime::claude::meta::META,
+    &runtime::pi::meta::META,
+    &runtime::shell::meta::META,
+    &runtime::mock::meta::META,
+];
+
 /// Every runtime, in the order `--list` prints them.
-pub fn all() -> [&'static Meta; 8] {
-    [
-        &runtime::omp::meta::META,
-        &runtime::kimi::meta::KIMI,
-        &runtime::kimi::meta::KIMI_CLI,
-        &runtime::codex::meta::META,
-        &runtime::claude::meta::META,
-        &runtime::pi::meta::META,
-        &runtime::shell::meta::META,
-        &runtime::mock::meta::META,
-    ]
+pub fn all() -> &'static [&'static Meta] {
+    RUNTIMES
 }
 
 /// The runtime called `name`.
 pub fn find(name: &str) -> Result<&'static Meta, Refusal> {
     all()
-        .into_iter()
+        .iter()
+        .copied()
         .find(|meta| meta.name == name)
         .ok_or_else(|| {
             let names: Vec<&str> = all().iter().map(|m| m.name).collect();
@@ -57,6 +62,9 @@ pub struct Entry {
     pub installed: bool,
     pub path: Option<String>,
     pub description: &'static str,
+    /// The tool that reads its output (`moot-parse-<dialect>`), or null when the output is the
+    /// answer itself.
+    pub parser: Option<String>,
     pub capabilities: Vec<&'static str>,
     pub matrix: Matrix,
     pub sessions: &'static str,
@@ -92,6 +100,7 @@ impl Entry {
             installed: path.is_some(),
             path,
             description: meta.description,
+            parser: meta.parser.map(|dialect| format!("moot-parse-{dialect}")),
             capabilities: meta.capabilities.iter().map(|a| a.name()).collect(),
             matrix: meta.matrix,
             sessions: meta.sessions,
@@ -167,20 +176,29 @@ mod tests {
     use super::*;
     use crate::model::Action;
 
+    /// Every folder of src/runtime/ is registered under its own name, and no name twice.
     #[test]
     fn names_are_unique_and_findable() {
         let names: Vec<&str> = all().iter().map(|m| m.name).collect();
-        assert_eq!(
-            names,
-            ["omp", "kimi", "kimi-cli", "codex", "claude", "pi", "shell", "mock"]
-        );
-        for name in names {
-            assert_eq!(find(name).unwrap().name, name);
+        let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        let folders = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/src/runtime"))
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.is_dir());
+        for folder in folders {
+            let name = folder.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(names.contains(&name.as_str()), "{name} is not registered");
+        }
+        for name in &names {
+            assert_eq!(find(name).unwrap().name, *name);
         }
         assert_eq!(
             find("gemini").unwrap_err().to_string(),
-            "runtime (gemini): unknown runtime; use one of omp, kimi, kimi-cli, codex, claude, \
-             pi, shell, mock"
+            format!(
+                "runtime (gemini): unknown runtime; use one of {}",
+                names.join(", ")
+            )
         );
     }
 
@@ -233,7 +251,7 @@ mod tests {
     #[test]
     fn the_table_aligns_columns() {
         let entries: Vec<Entry> = all()
-            .into_iter()
+            .iter()
             .take(2)
             .map(|m| Entry::new(m, |_| None, |exe| (exe == "omp").then(|| "/bin/omp".into())))
             .collect();

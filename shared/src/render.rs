@@ -156,8 +156,7 @@ pub struct JobArgs {
 /// The whole command line of moot-render.
 #[derive(Debug, Clone, Args)]
 pub struct RenderArgs {
-    /// The runtime: omp, kimi, kimi-cli, codex, claude, pi, shell or mock.
-    #[arg(value_name = "RUNTIME", required_unless_present = "list")]
+    #[arg(value_name = "RUNTIME", required_unless_present = "list", help = runtime_help())]
     pub runtime: Option<String>,
 
     /// `-`: read the prompt from stdin.
@@ -179,6 +178,12 @@ pub struct RenderArgs {
     /// With --list: print a JSON array.
     #[arg(long, requires = "list")]
     pub json: bool,
+}
+
+/// The help of RUNTIME, naming every registered runtime.
+fn runtime_help() -> String {
+    let names: Vec<&str> = registry::all().iter().map(|meta| meta.name).collect();
+    format!("The runtime: {}", names.join(", "))
 }
 
 /// Every argument of a delivery, which `--list` refuses. Named one by one (not by group) so the

@@ -7,8 +7,8 @@ use moot::render::{run, RenderArgs, EXIT_FAILED, EXIT_REFUSED};
 
 const TOOL: &str = "moot-render";
 
-/// Build the exact argument vector of one delivery of a coding-agent CLI (omp, kimi, kimi-cli,
-/// codex, claude, pi, shell, mock) and print it. Reads flags and MOOT_<RUNTIME>_DEFAULT_MODEL /
+/// Build the exact argument vector of one delivery of a coding-agent CLI (the runtimes are
+/// listed under RUNTIME and by --list) and print it. Reads flags and MOOT_<RUNTIME>_DEFAULT_MODEL /
 /// MOOT_<RUNTIME>_DEFAULT_EFFORT only; never a config file; never runs the CLI. A prompt of
 /// 102400 bytes or more never goes on argv: it is staged as prompt.md (0600) in a private
 /// directory and the staged path is reported.

@@ -437,6 +437,7 @@ struct Entry {
     installed: bool,
     path: Option<String>,
     description: String,
+    parser: Option<String>,
     capabilities: Vec<Capability>,
     matrix: Matrix,
     sessions: String,
@@ -510,11 +511,13 @@ fn list_json_is_the_whole_registry() {
     assert_eq!((out.code, out.stderr.as_str()), (0, ""));
     let entries: Vec<Entry> = serde_json::from_slice(&out.stdout).unwrap();
     let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
-    assert_eq!(
-        names,
-        ["omp", "kimi", "kimi-cli", "codex", "claude", "pi", "shell", "mock"]
-    );
-    let omp = &entries[0];
+    let registered: Vec<&str> = moot::registry::all().iter().map(|m| m.name).collect();
+    assert_eq!(names, registered);
+    let entry = |name: &str| entries.iter().find(|e| e.name == name).unwrap();
+    let omp = entry("omp");
+    assert_eq!(omp.parser.as_deref(), Some("moot-parse-omp"));
+    assert_eq!(entry("kimi-cli").parser.as_deref(), Some("moot-parse-kimi"));
+    assert_eq!(entry("shell").parser, None);
     assert!(omp.installed);
     assert_eq!(
         omp.path.as_deref(),
@@ -533,12 +536,12 @@ fn list_json_is_the_whole_registry() {
     assert_eq!(omp.prompt_staging, Staging::Attach);
     assert_eq!(omp.prompt_ceiling, Some(5_242_880));
     assert!(omp.plan_mode);
-    let claude = &entries[4];
+    let claude = entry("claude");
     assert!(!claude.installed && claude.path.is_none());
     assert_eq!(claude.default_effort.as_deref(), Some("max"));
     assert_eq!(claude.capabilities.len(), 4);
-    assert_eq!(entries[1].prompt_staging, Staging::Instruct);
-    assert!(!entries[5].matrix.mcp, "pi has no MCP");
+    assert_eq!(entry("kimi").prompt_staging, Staging::Instruct);
+    assert!(!entry("pi").matrix.mcp, "pi has no MCP");
     assert!(
         entries.iter().all(|e| !e.matrix.approval),
         "no runtime approves headless"

@@ -37,10 +37,41 @@ pub struct Meta {
     pub health_prompt: &'static str,
     /// Where its token usage is read from, in words.
     pub usage_source: &'static str,
+    /// The dialect of its output: read by `moot-parse-<dialect>`, captured in
+    /// `testdata/<dialect>/`, fuzzed as `parse_<dialect>`. `None`: its output is the answer itself
+    /// (shell, mock), and no parser reads it.
+    pub parser: Option<&'static str>,
+    /// The variables it reads, kept by `moot-run --env-preset` (src/env_preset.rs).
+    pub env: EnvAllowlist,
     /// What its real CLI needs in a sandbox besides its install tree (src/profile.rs).
     pub needs: Needs,
     /// Builds the argv of one delivery.
     pub build: Builder,
+}
+
+/// The variables a runtime's CLI reads, on top of the common ones every preset keeps.
+#[derive(Debug, Clone, Copy)]
+pub struct EnvAllowlist {
+    /// Names (`VAR`) and prefixes (`PREFIX*`) to keep.
+    pub names: &'static [&'static str],
+    /// Names that only work together: kept or dropped as one group.
+    pub indivisible: &'static [&'static [&'static str]],
+}
+
+impl EnvAllowlist {
+    /// A CLI that reads nothing beyond the common variables.
+    pub const NONE: EnvAllowlist = EnvAllowlist {
+        names: &[],
+        indivisible: &[],
+    };
+
+    /// Names kept one by one.
+    pub const fn names(names: &'static [&'static str]) -> Self {
+        EnvAllowlist {
+            names,
+            indivisible: &[],
+        }
+    }
 }
 
 /// The capability matrix of seed 004, declared honestly: a capability is declared only where

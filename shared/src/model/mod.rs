@@ -13,5 +13,5 @@ pub use job::{
     nonblank, selector_problem, Action, Argv, Builder, Built, Declared, Delivery, Host, Job, Plan,
     Policy, Refusal, Selector, Staged,
 };
-pub use meta::{EffortRule, Matrix, Meta, OnUnknown, Oversize, PromptRules};
+pub use meta::{EffortRule, EnvAllowlist, Matrix, Meta, OnUnknown, Oversize, PromptRules};
 pub use needs::{Access, Needs, Place};

@@ -1,7 +1,8 @@
 //! What moot declares about Claude Code.
 
 use crate::model::{
-    Access, Action, EffortRule, Matrix, Meta, Needs, OnUnknown, Oversize, Place, PromptRules,
+    Access, Action, EffortRule, EnvAllowlist, Matrix, Meta, Needs, OnUnknown, Oversize, Place,
+    PromptRules,
 };
 
 use super::argv;
@@ -49,6 +50,8 @@ pub static META: Meta = Meta {
     prompt: PromptRules::verbatim(Oversize::Instruct),
     health_prompt: "Gitmoot health check. Reply OK only.",
     usage_source: "the result event's usage input_tokens/output_tokens",
+    parser: Some("claude"),
+    env: EnvAllowlist::names(super::ENV_ALLOWLIST),
     needs: Needs {
         places: &[
             Place::moved_by(

@@ -1,6 +1,8 @@
 //! What moot declares about the Codex CLI.
 
-use crate::model::{Access, Action, EffortRule, Matrix, Meta, Needs, Oversize, Place, PromptRules};
+use crate::model::{
+    Access, Action, EffortRule, EnvAllowlist, Matrix, Meta, Needs, Oversize, Place, PromptRules,
+};
 
 use super::argv;
 
@@ -46,6 +48,8 @@ pub static META: Meta = Meta {
     health_prompt: "Gitmoot health check. Reply OK only.",
     usage_source: "turn.completed usage input_tokens/output_tokens (session totals on a resumed \
                    thread)",
+    parser: Some("codex"),
+    env: EnvAllowlist::names(super::ENV_ALLOWLIST),
     needs: Needs {
         places: &[Place::moved_by(
             "CODEX_HOME",

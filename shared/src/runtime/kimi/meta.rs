@@ -1,6 +1,8 @@
 //! What moot declares about Kimi Code and the legacy kimi-cli.
 
-use crate::model::{Access, Action, EffortRule, Matrix, Meta, Needs, Oversize, Place, PromptRules};
+use crate::model::{
+    Access, Action, EffortRule, EnvAllowlist, Matrix, Meta, Needs, Oversize, Place, PromptRules,
+};
 
 use super::argv;
 
@@ -47,6 +49,8 @@ pub static KIMI: Meta = Meta {
     prompt: PROMPT,
     health_prompt: HEALTH,
     usage_source: USAGE,
+    parser: Some("kimi"),
+    env: EnvAllowlist::names(super::ENV_ALLOWLIST),
     needs: Needs {
         places: &[Place::moved_by(
             "KIMI_CODE_HOME",
@@ -92,6 +96,8 @@ pub static KIMI_CLI: Meta = Meta {
     prompt: PROMPT,
     health_prompt: HEALTH,
     usage_source: USAGE,
+    parser: Some("kimi"),
+    env: EnvAllowlist::names(super::ENV_ALLOWLIST),
     needs: Needs {
         places: &[Place::moved_by(
             "KIMI_SHARE_DIR",

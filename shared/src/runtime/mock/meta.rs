@@ -1,7 +1,7 @@
 //! What moot declares about the mock runtime. Test-only: never use it where a real model
 //! response is required.
 
-use crate::model::{Action, EffortRule, Matrix, Meta, Needs, Oversize, PromptRules};
+use crate::model::{Action, EffortRule, EnvAllowlist, Matrix, Meta, Needs, Oversize, PromptRules};
 
 use super::argv;
 
@@ -36,6 +36,8 @@ pub static META: Meta = Meta {
     prompt: PromptRules::verbatim(Oversize::Refuse),
     health_prompt: "OK",
     usage_source: "none",
+    parser: None,
+    env: EnvAllowlist::names(super::ENV_ALLOWLIST),
     needs: Needs::NONE,
     build: argv::build,
 };

@@ -1,7 +1,8 @@
 //! What moot declares about omp: capabilities, capability matrix, levels, sessions, prompts.
 
 use crate::model::{
-    Access, Action, EffortRule, Matrix, Meta, Needs, OnUnknown, Oversize, Place, PromptRules,
+    Access, Action, EffortRule, EnvAllowlist, Matrix, Meta, Needs, OnUnknown, Oversize, Place,
+    PromptRules,
 };
 
 use super::argv;
@@ -53,6 +54,11 @@ pub static META: Meta = Meta {
     usage_source: "assistant message_end usage.input/output summed; the agent_end telemetry \
                    rollup replaces the sum only when every agent_end has one and it is at least \
                    the sum",
+    parser: Some("omp"),
+    env: EnvAllowlist {
+        names: super::ENV_ALLOWLIST,
+        indivisible: super::ENV_INDIVISIBLE,
+    },
     needs: Needs {
         places: &[
             Place::home(".omp", Access::ReadWrite, "state, sessions and config"),

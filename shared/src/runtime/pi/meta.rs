@@ -1,7 +1,8 @@
 //! What moot declares about pi.
 
 use crate::model::{
-    Access, Action, EffortRule, Matrix, Meta, Needs, OnUnknown, Oversize, Place, PromptRules,
+    Access, Action, EffortRule, EnvAllowlist, Matrix, Meta, Needs, OnUnknown, Oversize, Place,
+    PromptRules,
 };
 
 use super::argv;
@@ -48,6 +49,8 @@ pub static META: Meta = Meta {
     },
     health_prompt: "Gitmoot health check. Reply OK only.",
     usage_source: "assistant message_end usage input/output, summed",
+    parser: Some("pi"),
+    env: EnvAllowlist::names(super::ENV_ALLOWLIST),
     needs: Needs {
         places: &[Place::moved_by(
             "PI_CODING_AGENT_DIR",

@@ -1,6 +1,6 @@
 //! What moot declares about the shell runtime.
 
-use crate::model::{Action, EffortRule, Matrix, Meta, Needs, Oversize, PromptRules};
+use crate::model::{Action, EffortRule, EnvAllowlist, Matrix, Meta, Needs, Oversize, PromptRules};
 
 use super::argv;
 
@@ -30,6 +30,8 @@ pub static META: Meta = Meta {
     prompt: PromptRules::verbatim(Oversize::Refuse),
     health_prompt: "Gitmoot health check. Reply OK only.",
     usage_source: "none",
+    parser: None,
+    env: EnvAllowlist::names(super::ENV_ALLOWLIST),
     needs: Needs::NONE,
     build: argv::build,
 };
