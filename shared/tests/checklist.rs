@@ -1,0 +1,159 @@
+//! The checklist of CONTRIBUTING.md ("Adding a runtime"), walked over the registry: every
+//! registered runtime has each piece a runtime is made of, and nothing in the tree belongs to a
+//! runtime the registry does not know. A runtime added without one of them fails here, naming
+//! what is missing.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use moot::model::Meta;
+use moot::registry;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn read(path: &str) -> String {
+    fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The dialects some runtime's output is read by.
+fn dialects() -> BTreeSet<&'static str> {
+    registry::all().iter().filter_map(|m| m.parser).collect()
+}
+
+/// What `meta` lacks of the checklist, one line each.
+fn missing(meta: &Meta) -> Vec<String> {
+    let name = meta.name;
+    let mut missing = Vec::new();
+    let mut need = |ok: bool, what: String| {
+        if !ok {
+            missing.push(what);
+        }
+    };
+    need(
+        root()
+            .join(format!("scripts/adapters/{name}/adapter.sh"))
+            .is_file(),
+        format!("scripts/adapters/{name}/adapter.sh"),
+    );
+    let row = format!("\n.TP\n.B {}\n", name.replace('-', "\\-"));
+    need(
+        read("man/moot.7").contains(&row),
+        format!("a row for {name} in man/moot.7"),
+    );
+    if let Some(dialect) = meta.parser {
+        let tool = format!("moot-parse-{dialect}");
+        need(
+            root().join(format!("bins/{tool}/src/main.rs")).is_file(),
+            format!("bins/{tool}/"),
+        );
+        need(
+            root().join(format!("man/{tool}.1")).is_file(),
+            format!("man/{tool}.1"),
+        );
+        let goldens = fs::read_dir(root().join("testdata").join(dialect))
+            .map(|dir| {
+                dir.filter(|e| {
+                    let path = e.as_ref().unwrap().path();
+                    path.extension().is_some_and(|x| x == "ndjson")
+                        && path.with_extension("json").is_file()
+                })
+                .count()
+            })
+            .unwrap_or(0);
+        need(
+            goldens >= 25,
+            format!("25 goldens in testdata/{dialect}/ (has {goldens})"),
+        );
+        need(
+            read("fuzz/Cargo.toml").contains(&format!("name = \"parse_{dialect}\""))
+                && root()
+                    .join(format!("fuzz/fuzz_targets/parse_{dialect}.rs"))
+                    .is_file(),
+            format!("the fuzz target parse_{dialect}"),
+        );
+        let setup = format!("setup_{}() {{", name.replace('-', "_"));
+        need(
+            read("scripts/realcli/e2e.sh").contains(&setup),
+            format!("{setup} in scripts/realcli/e2e.sh"),
+        );
+    }
+    missing
+}
+
+#[test]
+fn every_runtime_has_every_piece() {
+    let gaps: Vec<String> = registry::all()
+        .iter()
+        .flat_map(|meta| {
+            missing(meta)
+                .into_iter()
+                .map(move |what| format!("{}: {what}", meta.name))
+        })
+        .collect();
+    assert!(gaps.is_empty(), "missing:\n{}", gaps.join("\n"));
+}
+
+/// Every parser bin and every testdata folder of captures belongs to a registered dialect.
+#[test]
+fn nothing_belongs_to_an_unregistered_runtime() {
+    let dialects = dialects();
+    for entry in fs::read_dir(root().join("bins")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if let Some(dialect) = name.strip_prefix("moot-parse-") {
+            assert!(
+                dialects.contains(dialect),
+                "bins/{name}: no runtime reads it"
+            );
+        }
+    }
+    for entry in fs::read_dir(root().join("testdata")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() && name != "adversarial" {
+            assert!(
+                dialects.contains(name.as_str()),
+                "testdata/{name}: no runtime"
+            );
+        }
+    }
+    for entry in fs::read_dir(root().join("scripts/adapters")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(
+                registry::find(&name).is_ok(),
+                "scripts/adapters/{name}: not registered"
+            );
+        }
+    }
+}
+
+/// The checklist reads what it claims to: a record without its pieces is reported.
+#[test]
+fn a_runtime_without_its_pieces_is_reported() {
+    let ghost = Meta {
+        name: "ghost",
+        parser: Some("ghost"),
+        ..*registry::find("omp").unwrap()
+    };
+    let gaps = missing(&ghost);
+    for piece in [
+        "scripts/adapters/ghost/adapter.sh",
+        "a row for ghost in man/moot.7",
+        "bins/moot-parse-ghost/",
+        "man/moot-parse-ghost.1",
+        "25 goldens in testdata/ghost/ (has 0)",
+        "the fuzz target parse_ghost",
+        "setup_ghost() { in scripts/realcli/e2e.sh",
+    ] {
+        assert!(
+            gaps.iter().any(|g| g == piece),
+            "{piece} not reported: {gaps:?}"
+        );
+    }
+}
