@@ -6,27 +6,6 @@ use crate::model::{
 
 use super::argv;
 
-const MATRIX: Matrix = Matrix {
-    streaming: true,
-    tool_events: true,
-    approval: false,
-    diff_reporting: false,
-    multi_turn: true,
-    model_switching: true,
-    mcp: true,
-    cancellation: false,
-    // kimi-code 0.19.2 printed no usage at all; no release is known to print it reliably.
-    usage: false,
-};
-
-/// Kimi takes its prompt only as the `-p` argument: a large one is staged, the directory is
-/// granted with --add-dir, and the agent is told to read the file.
-const PROMPT: PromptRules = PromptRules::verbatim(Oversize::Instruct);
-
-const HEALTH: &str = "Gitmoot Kimi live check. Return OK only.";
-
-const USAGE: &str = "the usage object of the last stream-json event that carries one (often none)";
-
 pub static KIMI: Meta = Meta {
     name: "kimi",
     executable: "kimi",
@@ -38,7 +17,18 @@ pub static KIMI: Meta = Meta {
         Action::Ask,
         Action::Produce,
     ],
-    matrix: MATRIX,
+    matrix: Matrix {
+        streaming: true,
+        tool_events: true,
+        approval: false,
+        diff_reporting: false,
+        multi_turn: true,
+        model_switching: true,
+        mcp: true,
+        cancellation: false,
+        // kimi-code 0.19.2 printed no usage at all; no release is known to print it reliably.
+        usage: false,
+    },
     sessions: "session_<uuid> (resumed with -S), fresh:<suffix> or empty",
     takes_model: true,
     effort: EffortRule::Unsupported,
@@ -46,9 +36,11 @@ pub static KIMI: Meta = Meta {
     readonly_seat: false,
     system_prompt: false,
     extensions: false,
-    prompt: PROMPT,
-    health_prompt: HEALTH,
-    usage_source: USAGE,
+    // Kimi takes its prompt only as the `-p` argument: a large one is staged, the directory is
+    // granted with --add-dir, and the agent is told to read the file.
+    prompt: PromptRules::verbatim(Oversize::Instruct),
+    health_prompt: "Gitmoot Kimi live check. Return OK only.",
+    usage_source: "the usage object of the last stream-json event that carries one (often none)",
     parser: Some("kimi"),
     env: EnvAllowlist::names(super::ENV_ALLOWLIST),
     needs: Needs {
@@ -79,25 +71,14 @@ pub static KIMI: Meta = Meta {
     build: argv::build,
 };
 
+/// The legacy kimi-cli: Kimi Code's record, but for its name, actions, sessions, home and argv.
 pub static KIMI_CLI: Meta = Meta {
     name: "kimi-cli",
     executable: "kimi",
     description: "the legacy kimi-cli (PyPI kimi-cli 1.x): --print mode with stream-json output; \
                   errors are plain text on stdout",
     capabilities: &[Action::Review, Action::Implement, Action::Ask],
-    matrix: MATRIX,
     sessions: "a session UUID (resumed with -S), fresh:<suffix> or empty",
-    takes_model: true,
-    effort: EffortRule::Unsupported,
-    plan_mode: false,
-    readonly_seat: false,
-    system_prompt: false,
-    extensions: false,
-    prompt: PROMPT,
-    health_prompt: HEALTH,
-    usage_source: USAGE,
-    parser: Some("kimi"),
-    env: EnvAllowlist::names(super::ENV_ALLOWLIST),
     needs: Needs {
         places: &[Place::moved_by(
             "KIMI_SHARE_DIR",
@@ -124,4 +105,5 @@ pub static KIMI_CLI: Meta = Meta {
         )),
     },
     build: argv::build_legacy,
+    ..KIMI
 };
