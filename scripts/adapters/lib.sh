@@ -1,6 +1,6 @@
 # The one pipeline every scripts/adapters/<runtime>/adapter.sh runs. Sourced, POSIX sh.
 #
-# The adapter.sh contract (seed 002): settings arrive in the environment, never from a config
+# The adapter.sh contract (man/moot.7, THE ADAPTER CONTRACT): settings arrive in the environment, never from a config
 # file; stdout carries only the response; stderr carries diagnostics and never a credential;
 # exit 0 is success and anything else a failure.
 #

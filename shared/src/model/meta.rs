@@ -74,7 +74,7 @@ impl EnvAllowlist {
     }
 }
 
-/// The capability matrix of seed 004, declared honestly: a capability is declared only where
+/// The capability matrix (`moot-render --list`, man/moot-render.1), declared honestly: a capability is declared only where
 /// the runtime's headless CLI really has it, so a caller never offers a control that does
 /// nothing.
 #[derive(Debug, Clone, Copy, Serialize)]

@@ -1,4 +1,4 @@
-//! omp's v1 command shape (seed 000, "Command shape"), flag for flag and in order:
+//! omp's v1 command shape (man/moot-render.1), flag for flag and in order:
 //!
 //! ```text
 //! omp -p --mode=json --approval-mode=<policy> --no-session \

@@ -4,8 +4,8 @@ pub mod argv;
 pub mod meta;
 pub mod stream;
 
-/// The environment omp keeps under `moot-run --env-preset omp` (seed 000, "Credentials and
-/// environment"): routing plumbing only. No raw provider key is listed: under a preset a provider
+/// The environment omp keeps under `moot-run --env-preset omp` (man/moot-run.1): routing
+/// plumbing only. No raw provider key is listed: under a preset a provider
 /// key reaches omp only through its own profile auth storage or an explicit `--keep`.
 pub const ENV_ALLOWLIST: &[&str] = &[
     "OMP_PROFILE",

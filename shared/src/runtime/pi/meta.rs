@@ -7,7 +7,7 @@ use crate::model::{
 
 use super::argv;
 
-/// `--thinking` levels (seed 002). pi itself ignores an unknown level with a warning, so
+/// pi's `--thinking` levels (man/moot-render.1). pi itself ignores an unknown level with a warning, so
 /// anything else is dropped here too, and said.
 pub const THINKING_LEVELS: &[&str] = &["off", "minimal", "low", "medium", "high", "xhigh", "max"];
 
