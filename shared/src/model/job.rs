@@ -419,6 +419,14 @@ pub(crate) mod testing {
             .to_string()
     }
 
+    /// The default job with a session reference.
+    pub(crate) fn session(reference: &str) -> Job {
+        Job {
+            session: reference.into(),
+            ..Job::default()
+        }
+    }
+
     pub(crate) fn model(value: &str) -> Option<Selector> {
         Some(Selector::flag(value))
     }

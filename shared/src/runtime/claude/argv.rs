@@ -97,7 +97,7 @@ fn session(reference: &str) -> Result<SessionUse, Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::job::testing::{argv, host, model, refusal};
+    use crate::model::job::testing::{argv, host, model, refusal, session};
 
     const NEW: &str = "0f8c1c3e-9a4b-4c1d-8e2f-123456789abc";
     const OLD: &str = "11111111-2222-4333-8444-555555555555";
@@ -146,10 +146,7 @@ mod tests {
             ]
         );
         assert_eq!(built.session_id, None);
-        let last = Job {
-            session: "last".into(),
-            ..Job::default()
-        };
+        let last = session("last");
         assert_eq!(
             argv(build, &last, &Delivery::inline("again")),
             [
@@ -162,10 +159,7 @@ mod tests {
                 "again"
             ]
         );
-        let bad = Job {
-            session: "thread-name".into(),
-            ..Job::default()
-        };
+        let bad = session("thread-name");
         assert_eq!(
             refusal(build, &bad),
             "--session (thread-name): claude takes a session UUID, last, fresh:<suffix> or nothing"

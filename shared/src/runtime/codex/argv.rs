@@ -146,7 +146,7 @@ fn session(reference: &str) -> Result<SessionUse, Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::job::testing::{argv, host, model, refusal};
+    use crate::model::job::testing::{argv, host, model, refusal, session};
     use crate::worktree::Worktree;
 
     fn run(job: &Job) -> Vec<String> {
@@ -204,16 +204,10 @@ mod tests {
             );
         }
         for reference in ["-x", "a\nb"] {
-            let job = Job {
-                session: reference.into(),
-                ..Job::default()
-            };
+            let job = session(reference);
             assert!(refusal(build, &job).starts_with("--session ("));
         }
-        let fresh = Job {
-            session: "fresh:job:1".into(),
-            ..Job::default()
-        };
+        let fresh = session("fresh:job:1");
         assert_eq!(run(&fresh), run(&Job::default()));
     }
 

@@ -82,7 +82,7 @@ fn session(flavour: Flavour, reference: &str) -> Result<SessionUse, Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::job::testing::{argv, model, refusal};
+    use crate::model::job::testing::{argv, model, refusal, session};
     use crate::model::Staged;
 
     const ID: &str = "session_0f8c1c3e-9a4b-4c1d-8e2f-123456789abc";
@@ -154,10 +154,7 @@ mod tests {
     #[test]
     fn resume_only_with_a_valid_session() {
         for fresh in ["", "fresh:job:1"] {
-            let job = Job {
-                session: fresh.into(),
-                ..Job::default()
-            };
+            let job = session(fresh);
             assert!(!argv(build, &job, &Delivery::inline("x")).contains(&"-S".to_string()));
         }
         for bad in [
@@ -166,10 +163,7 @@ mod tests {
             "session_abc",
             "0f8c1c3e-9a4b-4c1d-8e2f-123456789abc",
         ] {
-            let job = Job {
-                session: bad.into(),
-                ..Job::default()
-            };
+            let job = session(bad);
             assert_eq!(
                 refusal(build, &job),
                 format!("--session ({bad}): kimi takes session_<uuid>, fresh:<suffix> or nothing")
@@ -179,10 +173,7 @@ mod tests {
 
     #[test]
     fn legacy_prints_and_takes_bare_uuids() {
-        let job = Job {
-            session: "0f8c1c3e-9a4b-4c1d-8e2f-123456789abc".into(),
-            ..Job::default()
-        };
+        let job = session("0f8c1c3e-9a4b-4c1d-8e2f-123456789abc");
         assert_eq!(
             argv(build_legacy, &job, &Delivery::inline("initialize")),
             [
@@ -196,10 +187,7 @@ mod tests {
                 "stream-json"
             ]
         );
-        let job = Job {
-            session: ID.into(),
-            ..Job::default()
-        };
+        let job = session(ID);
         assert_eq!(
             refusal(build_legacy, &job),
             format!("--session ({ID}): kimi-cli takes a session UUID, fresh:<suffix> or nothing")

@@ -21,7 +21,7 @@ pub fn build(job: &Job, _host: &Host, delivery: &Delivery) -> Result<Built, Refu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::job::testing::{argv, refusal};
+    use crate::model::job::testing::{argv, refusal, session};
 
     #[test]
     fn echoes_the_prompt() {
@@ -29,10 +29,7 @@ mod tests {
             argv(build, &Job::default(), &Delivery::inline("-n %d\\n")),
             ["printf", "%s", "-n %d\\n"]
         );
-        let last = Job {
-            session: "last".into(),
-            ..Job::default()
-        };
+        let last = session("last");
         assert_eq!(
             refusal(build, &last),
             "--session (last): mock has no sessions; give fresh:<suffix> or nothing"

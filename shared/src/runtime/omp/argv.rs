@@ -134,7 +134,7 @@ fn check_target(input: &str, target: &str, origin: &str) -> Result<(), Refusal> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::job::testing::{argv, attached, model, refusal};
+    use crate::model::job::testing::{argv, attached, model, refusal, session};
     use crate::model::{Plan, Selector};
 
     fn run(job: &Job) -> Vec<String> {
@@ -461,25 +461,16 @@ mod tests {
             "0f8c1c3e-9a4b-4c1d-8e2f-123456789abc",
             "fresh:job:0123456789abcdef",
         ] {
-            let job = Job {
-                session: reference.into(),
-                ..Job::default()
-            };
+            let job = session(reference);
             assert_eq!(run(&job), expected, "{reference}");
         }
-        let last = Job {
-            session: "last".into(),
-            ..Job::default()
-        };
+        let last = session("last");
         assert_eq!(
             refusal(build, &last),
             "--session (last): omp never resumes (a resumed run edits the previous worktree), so \
              it has no last; use a session UUID, fresh:<suffix> or nothing"
         );
-        let garbage = Job {
-            session: "abc".into(),
-            ..Job::default()
-        };
+        let garbage = session("abc");
         assert_eq!(
             refusal(build, &garbage),
             "--session (abc): omp takes a session UUID, fresh:<suffix> or nothing"

@@ -64,7 +64,7 @@ fn session(reference: &str) -> Result<SessionUse, Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::job::testing::{argv, attached, host, model, refusal};
+    use crate::model::job::testing::{argv, attached, host, model, refusal, session};
 
     #[test]
     fn print_mode_without_skills() {
@@ -142,10 +142,7 @@ mod tests {
             );
             assert_eq!(built.declared, declared);
         }
-        let bad = Job {
-            session: "abc".into(),
-            ..Job::default()
-        };
+        let bad = session("abc");
         assert_eq!(
             refusal(build, &bad),
             "--session (abc): pi takes a session UUID, last, fresh:<suffix> or nothing"

@@ -38,14 +38,11 @@ pub fn build(job: &Job, _host: &Host, delivery: &Delivery) -> Result<Built, Refu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::job::testing::{argv, refusal};
+    use crate::model::job::testing::{argv, refusal, session};
 
     #[test]
     fn delivery_and_health() {
-        let job = Job {
-            session: "my-bot --json".into(),
-            ..Job::default()
-        };
+        let job = session("my-bot --json");
         assert_eq!(
             argv(build, &job, &Delivery::inline("-x 'y'")),
             ["sh", "-c", "my-bot --json", "gitmoot", "-x 'y'"]
@@ -76,10 +73,7 @@ mod tests {
             refusal(build, &Job::default()),
             "--session: shell runs the command given as --session; give one"
         );
-        let fresh = Job {
-            session: "fresh:x".into(),
-            ..Job::default()
-        };
+        let fresh = session("fresh:x");
         assert_eq!(
             refusal(build, &fresh),
             "--session (fresh:x): shell cannot start a fresh session; give the command to run"
