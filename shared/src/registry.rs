@@ -78,6 +78,10 @@ pub struct Entry {
     pub readonly_seat: bool,
     pub system_prompt_file: bool,
     pub extensions: bool,
+    /// The built-in tools `--tools` may limit it to (empty: no tool limit).
+    pub tools: &'static [&'static str],
+    /// It takes a managed session's bundle (`--managed`, `--settings`, `--mcp-config`).
+    pub managed_bundle: bool,
     /// How a prompt of 102400 bytes or more reaches it: attach, instruct or refuse.
     pub prompt_staging: &'static str,
     pub prompt_ceiling: Option<usize>,
@@ -116,6 +120,8 @@ impl Entry {
             readonly_seat: meta.readonly_seat,
             system_prompt_file: meta.system_prompt,
             extensions: meta.extensions,
+            tools: meta.tools,
+            managed_bundle: meta.managed_bundle,
             prompt_staging: meta.prompt.oversize.name(),
             prompt_ceiling: meta.prompt.oversize.ceiling(),
             usage_source: meta.usage_source,

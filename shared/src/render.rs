@@ -135,6 +135,24 @@ pub struct JobArgs {
     #[arg(long, value_name = "FILE")]
     pub extension: Vec<String>,
 
+    /// Limit the CLI to these built-in tools, comma-separated, in the CLI's own names (pi: read,
+    /// bash, ...; claude: Read, Bash, ...). An unknown name is refused.
+    #[arg(long, value_name = "LIST", allow_hyphen_values = true)]
+    pub tools: Option<String>,
+
+    /// A managed session's turn (claude): requires --settings, --mcp-config and an effort, and
+    /// loads nothing else (no slash commands, no other MCP servers, restricted built-in tools).
+    #[arg(long)]
+    pub managed: bool,
+
+    /// The managed session's settings file with its gate hook (claude).
+    #[arg(long, value_name = "FILE")]
+    pub settings: Option<String>,
+
+    /// The managed session's MCP configuration (claude); no other MCP server is loaded.
+    #[arg(long, value_name = "FILE")]
+    pub mcp_config: Option<String>,
+
     /// Ask for the incremental event stream where the runtime has a choice (claude).
     #[arg(long)]
     pub stream: bool,
@@ -172,12 +190,24 @@ pub struct RenderArgs {
 
     /// List the runtime registry (or one runtime): capabilities, matrix, sessions, defaults,
     /// and whether the executable is on PATH.
-    #[arg(long, conflicts_with_all = NOT_WITH_LIST)]
+    #[arg(long, conflicts_with_all = DELIVERY_ARGS)]
     pub list: bool,
 
     /// With --list: print a JSON array.
     #[arg(long, requires = "list")]
     pub json: bool,
+
+    /// Check that REF is a session reference RUNTIME takes, and run nothing: exit 0 when it
+    /// is, else one line and exit 2.
+    #[arg(
+        long,
+        value_name = "REF",
+        allow_hyphen_values = true,
+        requires = "runtime",
+        conflicts_with = "list",
+        conflicts_with_all = DELIVERY_ARGS
+    )]
+    pub check_session: Option<String>,
 }
 
 /// The help of RUNTIME, naming every registered runtime.
@@ -186,9 +216,9 @@ fn runtime_help() -> String {
     format!("The runtime: {}", names.join(", "))
 }
 
-/// Every argument of a delivery, which `--list` refuses. Named one by one (not by group) so the
-/// error names the flag that was given; a test checks that none is missing.
-const NOT_WITH_LIST: [&str; 21] = [
+/// Every argument of a delivery, which `--list` and `--check-session` refuse. Named one by one
+/// (not by group) so the error names the flag that was given; a test checks that none is missing.
+const DELIVERY_ARGS: &[&str] = &[
     "stdin",
     "prompt",
     "prompt_file",
@@ -206,6 +236,10 @@ const NOT_WITH_LIST: [&str; 21] = [
     "plan_into",
     "system_prompt_file",
     "extension",
+    "tools",
+    "managed",
+    "settings",
+    "mcp_config",
     "stream",
     "health",
     "stage_dir",
@@ -216,6 +250,13 @@ const NOT_WITH_LIST: [&str; 21] = [
 pub fn run(tool: &str, args: &RenderArgs) -> anyhow::Result<ExitCode> {
     if args.list {
         return list(tool, args);
+    }
+    if let Some(reference) = &args.check_session {
+        let name = args.runtime.as_deref().unwrap_or_default();
+        return Ok(match check_session(name, reference) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(refusal) => refuse(tool, &refusal),
+        });
     }
     let host = Host::probe()?;
     let rendering = match prepare(args, &host) {
@@ -267,6 +308,18 @@ fn list(tool: &str, args: &RenderArgs) -> anyhow::Result<ExitCode> {
         .and_then(|()| out.flush())
         .context("cannot write the registry")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Checks a session reference against the runtime's grammar, as its builder reads it for a
+/// delivery, without a prompt and without running anything.
+pub fn check_session(runtime: &str, reference: &str) -> Result<(), Refusal> {
+    let meta = registry::find(runtime)?;
+    let job = Job {
+        session: reference.trim().to_string(),
+        ..Job::default()
+    };
+    let host = Host::probe().map_err(|e| Refusal::new("host", format!("{e:#}")))?;
+    (meta.build)(&job, &host, &Delivery::inline("session check")).map(drop)
 }
 
 /// A delivery ready to print: every check passed, nothing written yet.
@@ -392,6 +445,7 @@ fn resolve_job(
     let plan = resolve_plan(meta, a, policy, &no_write)?;
     let model = resolve_model(meta, a, host, warnings)?;
     let effort = resolve_effort(meta, a, host, warnings)?;
+    let managed = resolve_managed(meta, a, effort.is_some())?;
     Ok(Job {
         policy,
         readonly_seat: a.readonly_seat,
@@ -416,6 +470,22 @@ fn resolve_job(
             .map(|f| optional_file(meta, "--extension", Some(f), meta.extensions, host))
             .filter_map(Result::transpose)
             .collect::<Result<_, _>>()?,
+        tools: resolve_tools(meta, a.tools.as_deref())?,
+        managed,
+        settings: optional_file(
+            meta,
+            "--settings",
+            a.settings.as_deref(),
+            meta.managed_bundle,
+            host,
+        )?,
+        mcp_config: optional_file(
+            meta,
+            "--mcp-config",
+            a.mcp_config.as_deref(),
+            meta.managed_bundle,
+            host,
+        )?,
         stream: a.stream,
         health: a.health,
     })
@@ -457,6 +527,76 @@ fn resolve_plan(
         ));
     }
     Ok(Some(Plan { into }))
+}
+
+/// The tool limit as a list of the runtime's tool names ("" is the empty limit: no built-in
+/// tool). An unknown name is refused rather than passed on: a CLI that ignores it would run
+/// with more tools than the caller allowed.
+fn resolve_tools(meta: &Meta, tools: Option<&str>) -> Result<Option<Vec<String>>, Refusal> {
+    let Some(tools) = tools else {
+        return Ok(None);
+    };
+    let rt = meta.name;
+    if meta.tools.is_empty() {
+        return Err(Refusal::new("--tools", format!("{rt} has no tool limit")).value(tools));
+    }
+    let names: Vec<String> = tools
+        .split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .map(String::from)
+        .collect();
+    match names
+        .iter()
+        .find(|name| !meta.tools.contains(&name.as_str()))
+    {
+        Some(unknown) => Err(Refusal::new(
+            "--tools",
+            format!("not one of {rt}'s tools ({})", meta.tools.join(", ")),
+        )
+        .value(unknown)),
+        None => Ok(Some(names)),
+    }
+}
+
+/// A managed session's turn needs the whole bundle, and an effort, before anything runs.
+fn resolve_managed(meta: &Meta, a: &JobArgs, has_effort: bool) -> Result<bool, Refusal> {
+    if !a.managed {
+        return Ok(false);
+    }
+    let rt = meta.name;
+    if !meta.managed_bundle {
+        return Err(Refusal::new(
+            "--managed",
+            format!("{rt} takes no managed-session bundle"),
+        ));
+    }
+    let missing: Vec<&str> = [
+        ("--settings", a.settings.is_none()),
+        ("--mcp-config", a.mcp_config.is_none()),
+    ]
+    .into_iter()
+    .filter_map(|(flag, absent)| absent.then_some(flag))
+    .collect();
+    if !missing.is_empty() {
+        return Err(Refusal::new(
+            "--managed",
+            format!(
+                "a managed session loads its bundle's hook and MCP servers; give {}",
+                missing.join(" and ")
+            ),
+        ));
+    }
+    if !has_effort {
+        return Err(Refusal::new(
+            "--managed",
+            format!(
+                "a managed {rt} session needs an effort; give --effort or {}",
+                registry::default_env(meta, "EFFORT")
+            ),
+        ));
+    }
+    Ok(true)
 }
 
 /// The flag's value, else the runtime default from the environment (blank counts as unset).
@@ -889,11 +1029,13 @@ mod tests {
         let command = Cli::command();
         let job_args: Vec<_> = command
             .get_arguments()
-            .filter(|a| a.get_id() != "list" && a.get_id() != "json" && a.get_id() != "runtime")
+            .filter(|a| {
+                !["list", "json", "runtime", "check_session"].contains(&a.get_id().as_str())
+            })
             .filter(|a| a.get_id() != "help" && a.get_id() != "version")
             .map(|a| a.get_id().to_string())
             .collect();
-        let mut listed: Vec<String> = NOT_WITH_LIST.iter().map(|s| s.to_string()).collect();
+        let mut listed: Vec<String> = DELIVERY_ARGS.iter().map(|s| s.to_string()).collect();
         let mut all = job_args.clone();
         listed.sort();
         all.sort();

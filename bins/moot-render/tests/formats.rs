@@ -450,6 +450,8 @@ struct Entry {
     readonly_seat: bool,
     system_prompt_file: bool,
     extensions: bool,
+    tools: Vec<String>,
+    managed_bundle: bool,
     prompt_staging: Staging,
     prompt_ceiling: Option<u64>,
     usage_source: String,
@@ -518,6 +520,8 @@ fn list_json_is_the_whole_registry() {
     assert_eq!(omp.parser.as_deref(), Some("moot-parse-omp"));
     assert_eq!(entry("kimi-cli").parser.as_deref(), Some("moot-parse-kimi"));
     assert_eq!(entry("shell").parser, None);
+    assert!(entry("pi").tools.contains(&"bash".to_string()));
+    assert!(entry("claude").managed_bundle && entry("codex").tools.is_empty());
     assert!(omp.installed);
     assert_eq!(
         omp.path.as_deref(),

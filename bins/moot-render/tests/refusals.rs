@@ -531,3 +531,188 @@ fn a_tmpdir_inside_the_worktree_is_refused() {
     ));
     assert!(common::entries(&tmp_in_tree).is_empty());
 }
+
+/// The tool limit takes the runtime's own tool names and refuses any other (a CLI that ignores
+/// an unknown name would run with more tools than allowed).
+#[test]
+fn tool_limits_take_only_the_runtimes_tool_names() {
+    let env = Env::new();
+    refused(
+        &env,
+        &["pi", "--tools", "read,rm", "--", "x"],
+        "--tools (rm): not one of pi's tools (read, bash, edit, write, grep, find, ls)",
+    );
+    refused(
+        &env,
+        &["claude", "--tools", "bash", "--", "x"],
+        "--tools (bash): not one of claude's tools (Agent, AskUserQuestion, Bash, Edit, \
+         EnterPlanMode, ExitPlanMode, Glob, Grep, JavaScript, NotebookEdit, REPL, Read, \
+         SendUserMessage, Skill, Task, TaskCreate, TaskGet, TaskList, TaskStop, TaskUpdate, \
+         TodoWrite, ToolSearch, WebFetch, WebSearch, Write)",
+    );
+    refused(
+        &env,
+        &["codex", "--tools", "read", "--", "x"],
+        "--tools (read): codex has no tool limit",
+    );
+    let pi = env.run(&["pi", "--tools", "read, bash", "--", "x"]).argv();
+    assert!(
+        pi.windows(2).any(|w| w == ["--tools", "read,bash"]),
+        "{pi:?}"
+    );
+    // Under read-only the limit is narrowed to pi's read-only tools.
+    let read_only = env
+        .run(&[
+            "pi",
+            "--policy",
+            "read-only",
+            "--tools",
+            "read,bash",
+            "--",
+            "x",
+        ])
+        .argv();
+    assert!(
+        read_only.windows(2).any(|w| w == ["--tools", "read"]),
+        "{read_only:?}"
+    );
+    let claude = env
+        .run(&["claude", "--tools", "Read,Grep", "--", "x"])
+        .argv();
+    assert!(
+        claude.windows(2).any(|w| w == ["--tools", "Read,Grep"]),
+        "{claude:?}"
+    );
+}
+
+/// A managed claude session needs its bundle (gate hook and MCP servers) and an effort, and
+/// loads nothing else.
+#[test]
+fn a_managed_session_needs_its_whole_bundle() {
+    let env = Env::new();
+    fs::write(env.work().join("settings.json"), "{}").unwrap();
+    fs::write(env.work().join("mcp.json"), r#"{"mcpServers":{}}"#).unwrap();
+    refused(
+        &env,
+        &["claude", "--managed", "--effort", "high", "--", "x"],
+        "--managed: a managed session loads its bundle's hook and MCP servers; give --settings \
+         and --mcp-config",
+    );
+    refused(
+        &env,
+        &[
+            "claude",
+            "--managed",
+            "--effort",
+            "high",
+            "--settings",
+            "settings.json",
+            "--",
+            "x",
+        ],
+        "--managed: a managed session loads its bundle's hook and MCP servers; give --mcp-config",
+    );
+    let bundle = ["--settings", "settings.json", "--mcp-config", "mcp.json"];
+    let mut no_effort = vec!["claude", "--managed"];
+    no_effort.extend(bundle);
+    no_effort.extend(["--", "x"]);
+    refused(
+        &env,
+        &no_effort,
+        "--managed: a managed claude session needs an effort; give --effort or \
+         MOOT_CLAUDE_DEFAULT_EFFORT",
+    );
+    refused(
+        &env,
+        &[
+            "claude",
+            "--managed",
+            "--effort",
+            "high",
+            "--settings",
+            "missing.json",
+            "--mcp-config",
+            "mcp.json",
+            "--",
+            "x",
+        ],
+        "--settings (missing.json): not a readable regular file (No such file or directory (os \
+         error 2))",
+    );
+    refused(
+        &env,
+        &["pi", "--managed", "--", "x"],
+        "--managed: pi takes no managed-session bundle",
+    );
+    refused(
+        &env,
+        &["pi", "--settings", "settings.json", "--", "x"],
+        "--settings (settings.json): pi has no such input",
+    );
+
+    let mut managed = vec![
+        "claude",
+        "--seat",
+        "--policy",
+        "workspace-write",
+        "--managed",
+    ];
+    managed.extend(["--effort", "high", "--stream"]);
+    managed.extend(bundle);
+    managed.extend(["--", "x"]);
+    let argv = env.run(&managed).argv();
+    let settings = env.work().join("settings.json");
+    let mcp = env.work().join("mcp.json");
+    for pair in [
+        ["--settings", settings.to_str().unwrap()],
+        ["--mcp-config", mcp.to_str().unwrap()],
+        ["--permission-mode", "acceptEdits"],
+    ] {
+        assert!(argv.windows(2).any(|w| w == pair), "{pair:?} in {argv:?}");
+    }
+    for flag in [
+        "--strict-mcp-config",
+        "--disable-slash-commands",
+        "--restricted",
+    ] {
+        assert!(argv.iter().any(|a| a == flag), "{flag} in {argv:?}");
+    }
+    // --restricted refuses bypassPermissions: the bundle's gate hook decides instead.
+    assert!(
+        !argv.iter().any(|a| a == "--dangerously-skip-permissions"),
+        "{argv:?}"
+    );
+}
+
+/// A session reference is checked against the runtime's grammar without running anything.
+#[test]
+fn check_session_validates_a_reference_alone() {
+    let env = Env::new();
+    for (runtime, reference) in [
+        ("codex", "last"),
+        ("claude", UUID),
+        ("kimi", "session_0f8c1c3e-9a4b-4c1d-8e2f-123456789abc"),
+        ("omp", "fresh:abc"),
+        ("shell", "echo hi"),
+    ] {
+        let out = env.run(&[runtime, "--check-session", reference]);
+        assert_eq!(
+            (out.code, out.stdout.as_slice(), out.stderr.as_str()),
+            (0, &b""[..], ""),
+            "{runtime} {reference}"
+        );
+    }
+    refused(
+        &env,
+        &["claude", "--check-session", "abc"],
+        "--session (abc): claude takes a session UUID, last, fresh:<suffix> or nothing",
+    );
+    refused(
+        &env,
+        &["omp", "--check-session", "last"],
+        "--session (last): omp never resumes (a resumed run edits the previous worktree), so it \
+         has no last; use a session UUID, fresh:<suffix> or nothing",
+    );
+    let mixed = env.run(&["codex", "--check-session", "last", "--", "x"]);
+    assert_eq!(mixed.code, 2, "{}", mixed.stderr);
+}

@@ -129,6 +129,14 @@ pub struct Job {
     pub system_prompt: Option<String>,
     /// Absolute paths of readable regular files.
     pub extensions: Vec<String>,
+    /// The built-in tool limit, checked against the runtime's tool names; `None`: no limit.
+    pub tools: Option<Vec<String>>,
+    /// A managed session's turn: the bundle below is required and nothing else is loaded.
+    pub managed: bool,
+    /// The bundle's settings file (the gate hook), an absolute readable regular file.
+    pub settings: Option<String>,
+    /// The bundle's MCP configuration, an absolute readable regular file.
+    pub mcp_config: Option<String>,
     /// Ask for the incremental event stream where the runtime has a choice.
     pub stream: bool,
     /// The runtime's health check, not a job.

@@ -32,6 +32,12 @@ pub struct Meta {
     pub system_prompt: bool,
     /// It loads extension files (`--extension`).
     pub extensions: bool,
+    /// The names of its built-in tools, in its own spelling: what `--tools` may limit it to.
+    /// Empty: it has no tool limit.
+    pub tools: &'static [&'static str],
+    /// It takes a managed session's bundle: a settings file with the gate hook (`--settings`) and
+    /// an MCP configuration (`--mcp-config`), both required for a managed session (`--managed`).
+    pub managed_bundle: bool,
     pub prompt: PromptRules,
     /// The prompt `--health` delivers.
     pub health_prompt: &'static str,

@@ -14,16 +14,48 @@
 use crate::model::{Argv, Built, Declared, Delivery, Host, Job, Policy, Refusal};
 use crate::session::SessionUse;
 
+/// Claude Code's built-in tools, as its `--tools` names them (2.1.332).
+pub const TOOLS: &[&str] = &[
+    "Agent",
+    "AskUserQuestion",
+    "Bash",
+    "Edit",
+    "EnterPlanMode",
+    "ExitPlanMode",
+    "Glob",
+    "Grep",
+    "JavaScript",
+    "NotebookEdit",
+    "REPL",
+    "Read",
+    "SendUserMessage",
+    "Skill",
+    "Task",
+    "TaskCreate",
+    "TaskGet",
+    "TaskList",
+    "TaskStop",
+    "TaskUpdate",
+    "TodoWrite",
+    "ToolSearch",
+    "WebFetch",
+    "WebSearch",
+    "Write",
+];
+
 /// Builds one claude delivery.
 pub fn build(job: &Job, host: &Host, delivery: &Delivery) -> Result<Built, Refusal> {
     let session = session(&job.session)?;
-    let (mode, declared) = if job.seat {
+    // A managed session's permissions are decided by its bundle's gate hook, and --restricted
+    // refuses bypassPermissions: it keeps the policy's permission mode even in a seat.
+    let skip_permissions = job.seat && !job.managed;
+    let (mode, declared) = if skip_permissions {
         (None, Declared::Widened)
     } else {
         permission_mode(job.policy, host.euid)?
     };
     let mut argv = Argv::new(&["claude"]);
-    if job.seat {
+    if skip_permissions {
         // In a seat the kernel enforces the policy. As root claude skips its permission
         // prompts only when told it runs in a sandbox (IS_SANDBOX=1, which moot-sandbox
         // --profile claude sets); without the profile it refuses, failing closed.
@@ -37,7 +69,18 @@ pub fn build(job: &Job, host: &Host, delivery: &Delivery) -> Result<Built, Refus
         )
         .opt("--model", job.model.as_ref().map(|m| m.value.as_str()))
         .opt("--effort", job.effort.as_deref())
-        .opt("--system-prompt-file", job.system_prompt.as_deref());
+        .opt("--system-prompt-file", job.system_prompt.as_deref())
+        .opt("--settings", job.settings.as_deref())
+        .opt("--mcp-config", job.mcp_config.as_deref());
+    if job.mcp_config.is_some() {
+        // Only the bundle's MCP servers: none from the user's or the project's configuration.
+        argv.push(&["--strict-mcp-config"]);
+    }
+    if job.managed {
+        argv.push(&["--disable-slash-commands", "--restricted"]);
+    }
+    let tools = job.tools.as_ref().map(|tools| tools.join(","));
+    argv.opt("--tools", tools.as_deref());
     let minted = match &session {
         SessionUse::Start => {
             argv.push(&["--session-id", &host.fresh_uuid]);

@@ -44,6 +44,8 @@ pub static META: Meta = Meta {
     readonly_seat: false,
     system_prompt: true,
     extensions: false,
+    tools: super::argv::TOOLS,
+    managed_bundle: true,
     // claude reads a large prompt from stdin, but under moot-run stdin is /dev/null.
     // No attachment flag in print mode: a large prompt is staged, its directory granted with
     // --add-dir, and claude is told to read it.

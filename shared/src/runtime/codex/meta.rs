@@ -36,6 +36,8 @@ pub static META: Meta = Meta {
     readonly_seat: false,
     system_prompt: false,
     extensions: false,
+    tools: &[],
+    managed_bundle: false,
     prompt: PromptRules {
         // codex reads a large prompt from stdin, but under moot-run stdin is /dev/null; it is
         // told to read the staged file instead (its sandboxes read everywhere, and in a seat

@@ -36,6 +36,8 @@ pub static KIMI: Meta = Meta {
     readonly_seat: false,
     system_prompt: false,
     extensions: false,
+    tools: &[],
+    managed_bundle: false,
     // Kimi takes its prompt only as the `-p` argument: a large one is staged, the directory is
     // granted with --add-dir, and the agent is told to read the file.
     prompt: PromptRules::verbatim(Oversize::Instruct),

@@ -47,6 +47,8 @@ pub static META: Meta = Meta {
     readonly_seat: true,
     system_prompt: true,
     extensions: false,
+    tools: &[],
+    managed_bundle: false,
     prompt: PromptRules::verbatim(Oversize::Attach {
         ceiling: Some(ATTACHMENT_CEILING),
     }),

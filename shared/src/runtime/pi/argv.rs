@@ -15,8 +15,12 @@
 use crate::model::{Argv, Built, Declared, Delivery, Host, Job, Policy, Refusal};
 use crate::session::SessionUse;
 
+/// pi's built-in tools (pi 0.73.1 `--help`). Its `--tools` allowlist covers extension tools
+/// as well, so a limit also hides the tools an `--extension` registers.
+pub const TOOLS: &[&str] = &["read", "bash", "edit", "write", "grep", "find", "ls"];
+
 /// pi's read-only tool set (its own "read-only mode").
-const READ_ONLY_TOOLS: &str = "read,grep,find,ls";
+const READ_ONLY_TOOLS: &[&str] = &["read", "grep", "find", "ls"];
 
 /// Builds one pi delivery.
 pub fn build(job: &Job, _host: &Host, delivery: &Delivery) -> Result<Built, Refusal> {
@@ -37,18 +41,33 @@ pub fn build(job: &Job, _host: &Host, delivery: &Delivery) -> Result<Built, Refu
         .push(&["--no-skills"])
         .each("-e", &job.extensions);
     let declared = match job.policy {
-        Policy::ReadOnly => {
-            argv.push(&["--tools", READ_ONLY_TOOLS]);
-            Declared::Applied
-        }
+        Policy::ReadOnly => Declared::Applied,
         Policy::DangerFullAccess => Declared::Applied,
         Policy::WorkspaceWrite | Policy::Auto => Declared::Widened,
     };
+    if let Some(tools) = tool_limit(job) {
+        argv.push(&["--tools", &tools.join(",")]);
+    }
     if let Some(staged) = &delivery.staged {
         argv.push(&[&format!("@{}", staged.file)]);
     }
     argv.push(&[&delivery.token]);
     Ok(Built::new(argv.into_vec(), declared))
+}
+
+/// The tools pi may use: the job's limit, narrowed to the read-only set under read-only.
+fn tool_limit(job: &Job) -> Option<Vec<&str>> {
+    let read_only = job.policy == Policy::ReadOnly;
+    match &job.tools {
+        Some(tools) => Some(
+            tools
+                .iter()
+                .map(String::as_str)
+                .filter(|tool| !read_only || READ_ONLY_TOOLS.contains(tool))
+                .collect(),
+        ),
+        None => read_only.then(|| READ_ONLY_TOOLS.to_vec()),
+    }
 }
 
 fn session(reference: &str) -> Result<SessionUse, Refusal> {

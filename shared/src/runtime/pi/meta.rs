@@ -39,6 +39,8 @@ pub static META: Meta = Meta {
     readonly_seat: false,
     system_prompt: true,
     extensions: true,
+    tools: super::argv::TOOLS,
+    managed_bundle: false,
     prompt: PromptRules {
         // pi inlines `@file` arguments into the first message, with no size cap of its own.
         oversize: Oversize::Attach { ceiling: None },

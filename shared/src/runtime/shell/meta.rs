@@ -27,6 +27,8 @@ pub static META: Meta = Meta {
     readonly_seat: false,
     system_prompt: false,
     extensions: false,
+    tools: &[],
+    managed_bundle: false,
     prompt: PromptRules::verbatim(Oversize::Refuse),
     health_prompt: "Gitmoot health check. Reply OK only.",
     usage_source: "none",
