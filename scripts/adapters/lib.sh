@@ -15,6 +15,35 @@
 #                              read-only
 #   MOOT_SANDBOX_FLAGS         extra moot-sandbox grants, split on blanks (for example the CLI's
 #                              install directory: --rx /opt/omp)
+#
+# A managed session (man/moot.7, MANAGED SESSIONS) adds:
+#   MOSAIC_TOOLS               the built-in tool limit, in the CLI's own tool names
+#   MOSAIC_MODEL_ACTIVITY_DIR  where the parser publishes proxy-first-output at the first model event
+#   MOSAIC_POLICY_FILE, MOSAIC_TOOLS_FILE   read by the CLI's extensions or hooks: granted read-only
+#   MOSAIC_UNSLOP_LOG          written by them: created if absent and granted read-write
+#   MOSAIC_TOOL_SOCKET         connected to by them (a pathname socket: see moot-sandbox(1))
+#   MOSAIC_TURN_MARKER         pi: written at agent_end; a turn that ends without it failed
+#
+# The adapter's first argument is its verb (man/moot.7, THE SESSION LIFECYCLE):
+#   (none)        deliver MOSAIC_REQUEST and print the answer
+#   start         run the startup prompt and print the session reference to store
+#   health        run the runtime's health check and print its answer
+#   validate REF  check a stored session reference; run nothing
+
+# The startup prompt of a session: the agent initialises and acknowledges, and nothing else.
+MOOT_START_PROMPT='Initialize only: make no file edits and run no commands. Reply with a short readiness acknowledgment.'
+
+moot_verb=${1:-deliver}
+if [ "$moot_verb" = validate ]; then
+    # The runtime is the name of the adapter's directory (kimi-cli's links to kimi's script).
+    moot_runtime=${0%/adapter.sh}
+    moot_runtime=${moot_runtime##*/}
+    [ $# = 2 ] || {
+        printf '%s\n' "moot adapter ($moot_runtime): validate takes one session reference" >&2
+        exit 2
+    }
+    exec moot-render "$moot_runtime" --check-session "$2"
+fi
 
 # moot_die STATUS MESSAGE: one diagnostic line, then exit.
 moot_die() {
@@ -61,6 +90,52 @@ moot_replace_program() {
         mv "$1.new" "$1" || moot_die 1 "cannot rewrite the argv in $1"
 }
 
+# moot_fresh_reference: a fresh:<suffix> reference, for runtimes that never resume.
+moot_fresh_reference() {
+    moot_suffix=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n') &&
+        printf 'fresh:%s\n' "$moot_suffix"
+}
+
+# moot_verb_setup: what the verb changes before the run. A start of a runtime that never
+# resumes prints a fresh reference and runs nothing; shell keeps no session at all.
+moot_verb_setup() {
+    case $moot_verb in
+        deliver)
+            [ -n "${MOSAIC_REQUEST+set}" ] || moot_die 2 "MOSAIC_REQUEST is not set: it carries the request"
+            ;;
+        health) ;;
+        start)
+            case $moot_runtime in
+                omp | mock) moot_fresh_reference; exit ;;
+                shell) moot_die 2 "start: shell keeps no session (a shell command has none to resume)" ;;
+            esac
+            MOSAIC_REQUEST=$MOOT_START_PROMPT
+            ;;
+        *) moot_die 2 "unknown verb '$moot_verb': give none to deliver MOSAIC_REQUEST, or start, health, validate REF" ;;
+    esac
+}
+
+# moot_check_managed_files: the managed session's files exist before anything runs (one line
+# and exit 2 otherwise); the unslop log is created if absent, so that it can be granted.
+moot_check_managed_files() {
+    [ -z "${MOSAIC_POLICY_FILE:-}" ] || moot_require_file MOSAIC_POLICY_FILE "$MOSAIC_POLICY_FILE"
+    [ -z "${MOSAIC_TOOLS_FILE:-}" ] || moot_require_file MOSAIC_TOOLS_FILE "$MOSAIC_TOOLS_FILE"
+    if [ -n "${MOSAIC_UNSLOP_LOG:-}" ]; then
+        case $MOSAIC_UNSLOP_LOG in /*) ;; *) moot_die 2 "MOSAIC_UNSLOP_LOG ($MOSAIC_UNSLOP_LOG) must be an absolute path" ;; esac
+        [ -f "$MOSAIC_UNSLOP_LOG" ] || (umask 077 && : >>"$MOSAIC_UNSLOP_LOG") 2>/dev/null ||
+            moot_die 2 "MOSAIC_UNSLOP_LOG ($MOSAIC_UNSLOP_LOG) cannot be created"
+    fi
+    if [ -n "${MOSAIC_TURN_MARKER:-}" ]; then
+        case $MOSAIC_TURN_MARKER in /*) ;; *) moot_die 2 "MOSAIC_TURN_MARKER ($MOSAIC_TURN_MARKER) must be an absolute path" ;; esac
+        [ ! -e "$MOSAIC_TURN_MARKER" ] ||
+            moot_die 2 "MOSAIC_TURN_MARKER ($MOSAIC_TURN_MARKER) exists before the turn: give a fresh path"
+    fi
+    if [ -n "${MOSAIC_MODEL_ACTIVITY_DIR:-}" ]; then
+        [ -d "$MOSAIC_MODEL_ACTIVITY_DIR" ] ||
+            moot_die 2 "MOSAIC_MODEL_ACTIVITY_DIR ($MOSAIC_MODEL_ACTIVITY_DIR) is not a directory"
+    fi
+}
+
 # moot_adapter RUNTIME PARSER [moot-render flags...]
 # Set moot_program to run an absolute path instead of the CLI found on PATH.
 # PARSER is a moot-parse-* dialect, or "raw" for runtimes whose stdout is the answer itself.
@@ -68,7 +143,8 @@ moot_adapter() {
     moot_runtime=$1
     moot_parser=$2
     shift 2
-    [ -n "${MOSAIC_REQUEST+set}" ] || moot_die 2 "MOSAIC_REQUEST is not set: it carries the request"
+    moot_verb_setup
+    moot_check_managed_files
     [ -z "${MOSAIC_SYSTEM_PROMPT_FILE:-}" ] ||
         moot_require_file MOSAIC_SYSTEM_PROMPT_FILE "$MOSAIC_SYSTEM_PROMPT_FILE"
     if [ -n "${MOSAIC_WORKSPACE:-}" ]; then
@@ -99,15 +175,20 @@ moot_adapter() {
     moot_stage=$moot_work/stage
 
     # The prompt goes to moot-render as a file in the private directory: printf is a builtin,
-    # so this costs no process, and the text never touches argv.
-    moot_prompt >"$moot_work/prompt" || moot_die 1 "cannot write $moot_work/prompt"
-    # A refusal (bad model, bad effort, ...) is one line from moot-render and exit 2.
+    # so this costs no process, and the text never touches argv. A health check brings its own.
+    if [ "$moot_verb" = health ]; then
+        set -- "$@" --health
+    else
+        moot_prompt >"$moot_work/prompt" || moot_die 1 "cannot write $moot_work/prompt"
+        set -- "$@" --prompt-file "$moot_work/prompt"
+    fi
+    # A refusal (bad model, bad effort, unknown tool, ...) is one line from moot-render and exit 2.
     # With a workspace the run is a seat: moot-sandbox enforces the policy, and the CLI's own
     # sandbox and approval prompts (which would stop its tools headless) are turned off.
     moot-render "$moot_runtime" --policy "$moot_policy" --stage-dir "$moot_stage" \
         ${MOSAIC_WORKSPACE:+--seat --add-dir "$MOSAIC_WORKSPACE"} \
-        ${MOOT_DEADLINE:+--deadline "$MOOT_DEADLINE"} "$@" --prompt-file "$moot_work/prompt" \
-        >"$moot_work/argv" || exit
+        ${MOSAIC_TOOLS:+--tools "$MOSAIC_TOOLS"} \
+        ${MOOT_DEADLINE:+--deadline "$MOOT_DEADLINE"} "$@" >"$moot_work/argv" || exit
     [ -z "${moot_program:-}" ] || moot_replace_program "$moot_work/argv" "$moot_program"
 
     # A CLI that names its session or its fatal error only on stderr (kimi) has its stderr
@@ -130,6 +211,12 @@ moot_adapter() {
         set -- --stdin-argv -- moot-sandbox --profile "$moot_runtime" \
             "$moot_workspace_grant" "$MOSAIC_WORKSPACE" --ro-try "$moot_stage" \
             ${MOSAIC_SYSTEM_PROMPT_FILE:+--ro "$MOSAIC_SYSTEM_PROMPT_FILE"} \
+            ${MOSAIC_POLICY_FILE:+--ro "$MOSAIC_POLICY_FILE"} \
+            ${MOSAIC_CLAUDE_SETTINGS:+--ro "$MOSAIC_CLAUDE_SETTINGS"} \
+            ${MOSAIC_CLAUDE_MCP_CONFIG:+--ro "$MOSAIC_CLAUDE_MCP_CONFIG"} \
+            ${MOSAIC_TOOLS_FILE:+--ro "$MOSAIC_TOOLS_FILE"} \
+            ${MOSAIC_UNSLOP_LOG:+--rw "$MOSAIC_UNSLOP_LOG"} \
+            ${MOSAIC_TURN_MARKER:+--rw "${MOSAIC_TURN_MARKER%/*}"} \
             ${MOOT_SANDBOX_FLAGS:-} --
     fi
     set -- moot-run --status-file "$moot_work/out/status" --cleanup "$moot_stage" \
@@ -142,37 +229,66 @@ moot_adapter() {
     fi
     moot_session_file=
     [ -n "${MOSAIC_SESSION_DIR:-}" ] && moot_session_file=$MOSAIC_SESSION_DIR/$moot_runtime.session
-    if [ -z "$moot_stderr" ]; then
-        # shellcheck disable=SC2086 # moot_parser_flags is a list of flags on purpose
-        "$@" <"$moot_work/argv" |
-            moot-parse-"$moot_parser" --text --status-file "$moot_work/out/status" \
-                ${moot_parser_flags:-} --cleanup "$moot_work" \
-                ${moot_session_file:+--session-file "$moot_session_file"}
-        return
+    # A start prints the session reference instead of the answer: the parser records it in a
+    # file (only when the run succeeds), under the session directory or else in the scratch.
+    if [ "$moot_verb" = start ]; then
+        moot_session_file=${moot_session_file:-$moot_work/out/session}
+        exec 4>/dev/null
+    else
+        exec 4>&1
     fi
-    # The CLI's stderr went to the parser, which names the cause in one line. On a failure the
-    # CLI's full text is kept (beside the session, else in TMPDIR) and that line says where;
-    # the scratch directory is removed by the trap.
+    # The parser removes the scratch directory itself once the run is read (an rm is a process),
+    # unless the adapter still needs it afterwards: the CLI's stderr to keep, a start's session.
+    moot_self_clean=
+    [ -z "$moot_stderr" ] && [ "$moot_verb" != start ] && moot_self_clean=$moot_work
+    # Its one diagnostic line goes to stderr, or waits in the scratch when the CLI's stderr may
+    # have to be named beside it.
+    if [ -n "$moot_stderr" ]; then exec 5>"$moot_work/diagnostic"; else exec 5>&2; fi
     # shellcheck disable=SC2086 # moot_parser_flags is a list of flags on purpose
     "$@" <"$moot_work/argv" |
         moot-parse-"$moot_parser" --text --status-file "$moot_work/out/status" \
-            ${moot_parser_flags:-} --stderr-file "$moot_stderr" \
-            ${moot_session_file:+--session-file "$moot_session_file"} 2>"$moot_work/diagnostic"
+            ${moot_parser_flags:-} ${moot_stderr:+--stderr-file "$moot_stderr"} \
+            ${MOSAIC_MODEL_ACTIVITY_DIR:+--activity-dir "$MOSAIC_MODEL_ACTIVITY_DIR"} \
+            ${moot_self_clean:+--cleanup "$moot_self_clean"} \
+            ${moot_session_file:+--session-file "$moot_session_file"} >&4 2>&5
     moot_status=$?
-    [ "$moot_status" = 0 ] && return 0
-    IFS= read -r moot_diagnostic <"$moot_work/diagnostic" ||
-        moot_diagnostic="moot adapter ($moot_runtime): the run failed (exit $moot_status)"
-    moot_kept=${MOSAIC_SESSION_DIR:-${TMPDIR:-/tmp}}/$moot_runtime-stderr.$$.txt
-    if [ -s "$moot_stderr" ] && mv "$moot_stderr" "$moot_kept" 2>/dev/null; then
-        moot_diagnostic="$moot_diagnostic (the CLI's full stderr: $moot_kept)"
+    exec 4>&- 5>&-
+    [ "$moot_status" = 0 ] || moot_failed "$moot_status"
+    moot_check_turn_marker
+    if [ "$moot_verb" = start ]; then
+        [ -s "$moot_session_file" ] || moot_die 1 "start: the run succeeded but $moot_runtime named no session"
+        head -n 1 "$moot_session_file"
     fi
-    printf '%s\n' "$moot_diagnostic" >&2
-    return "$moot_status"
+}
+
+# moot_failed STATUS: ends a failed turn with the parser's one line, naming where the CLI's full
+# stderr was kept when it went to the parser (beside the session, else in TMPDIR).
+moot_failed() {
+    if [ -n "$moot_stderr" ]; then
+        IFS= read -r moot_diagnostic <"$moot_work/diagnostic" ||
+            moot_diagnostic="moot adapter ($moot_runtime): the run failed (exit $1)"
+        moot_kept=${MOSAIC_SESSION_DIR:-${TMPDIR:-/tmp}}/$moot_runtime-stderr.$$.txt
+        if [ -s "$moot_stderr" ] && mv "$moot_stderr" "$moot_kept" 2>/dev/null; then
+            moot_diagnostic="$moot_diagnostic (the CLI's full stderr: $moot_kept)"
+        fi
+        printf '%s\n' "$moot_diagnostic" >&2
+    fi
+    exit "$1"
+}
+
+# moot_check_turn_marker: a pi turn whose extension did not write MOSAIC_TURN_MARKER at
+# agent_end failed, whatever pi's stream and exit status said.
+moot_check_turn_marker() {
+    [ "$moot_runtime" = pi ] && [ "$moot_verb" != health ] && [ -n "${MOSAIC_TURN_MARKER:-}" ] ||
+        return 0
+    [ -e "$MOSAIC_TURN_MARKER" ] ||
+        moot_die 1 "the turn ended without its marker ($MOSAIC_TURN_MARKER): pi's extension never reached agent_end"
 }
 
 # moot_saved_session RUNTIME: the session id an earlier successful turn left in
-# MOSAIC_SESSION_DIR, if any (the parser writes it only when a run succeeds).
+# MOSAIC_SESSION_DIR, if any (the parser writes it only when a run succeeds); none for a start,
+# which begins a new session.
 moot_saved_session() {
-    [ -n "${MOSAIC_SESSION_DIR:-}" ] && [ -s "$MOSAIC_SESSION_DIR/$1.session" ] &&
+    [ "$moot_verb" != start ] && [ -n "${MOSAIC_SESSION_DIR:-}" ] && [ -s "$MOSAIC_SESSION_DIR/$1.session" ] &&
         head -n 1 "$MOSAIC_SESSION_DIR/$1.session"
 }

@@ -19,10 +19,11 @@ moot_stderr_to_parser=1
 # session store records which (moot-parse-kimi --session-store). The legacy kimi-cli has no
 # such record.
 # Nothing the legacy kimi-cli prints or stores says whether the answer was finished, so its
-# adapter fails closed: an answer must end with its gitmoot_result to count.
+# adapter fails closed: an answer must end with its gitmoot_result to count. A start or a
+# health check asks for no result: there, an answer is all that is asked.
 if [ "$moot_runtime" = kimi ]; then
     moot_parser_flags="--session-store ${KIMI_CODE_HOME:-$HOME/.kimi-code}/sessions"
-else
+elif [ "$moot_verb" = deliver ]; then
     moot_parser_flags=--require-result
 fi
 session=$(moot_saved_session "$moot_runtime") || session=
