@@ -172,7 +172,7 @@ pub struct JobArgs {
 }
 
 /// The whole command line of moot-render.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct RenderArgs {
     #[arg(value_name = "RUNTIME", required_unless_present = "list", help = runtime_help())]
     pub runtime: Option<String>,
