@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::envelope::{Envelope, ErrorClass, Run, RunError, Usage};
 use crate::gitmoot_result::{self, ResultError};
-use crate::ndjson::{self, Item, LineReader};
+use crate::ndjson::{self, LineReader, Segment};
 use crate::outcome::{Bearing, ProcessOutcome};
 use crate::report::{self, one_line};
 use crate::{atomic_file, cleanup, surrogate};
@@ -56,8 +56,9 @@ pub trait Dialect {
 #[derive(Debug, Default)]
 pub struct Verdict {
     pub facts: Facts,
-    /// The answer, or why there is none.
-    pub outcome: Option<Failure>,
+    /// Why the run failed; `None` when `answer` is the run's finished answer.
+    pub failure: Option<RunFailure>,
+    /// The final answer text (on a failed run, kept for diagnosis only).
     pub answer: String,
 }
 
@@ -75,15 +76,16 @@ pub struct Facts {
     pub last_text: Option<String>,
 }
 
+/// Why a run failed: what becomes the envelope's `run.error` (with the last text added).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
+pub struct RunFailure {
     pub class: ErrorClass,
     pub message: String,
 }
 
-impl Failure {
+impl RunFailure {
     pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
-        Failure {
+        RunFailure {
             class,
             message: message.into(),
         }
@@ -143,14 +145,40 @@ Output: {{\"gitmoot_result\": {{...}}|null, \"run\": {{runtime, ok, error: {{cla
 answer (null unless ok), session_id, provider, family, model, stop_reason,
 usage: {{input_tokens, output_tokens, cost_usd, source}}, process, lines, bytes}}}}
 
-Error classes (run.error.class): truncated, model_error, retry_exhausted, retry_open,
-no_agent_end, not_terminal, empty_answer, malformed_stream, no_result, invalid_result, process.
+{classes}
 
 Exit status: 0 the run succeeded; 1 the run or its result failed (the envelope says why);
 2 usage or I/O error.
 
-{examples}"
+{examples}",
+        classes = error_classes_help()
     )
+}
+
+/// Help lines are wrapped at this width.
+const HELP_WIDTH: usize = 90;
+
+/// `Error classes (run.error.class): truncated, ...`, every [`ErrorClass`], wrapped.
+fn error_classes_help() -> String {
+    let names: Vec<&str> = ErrorClass::ALL.iter().map(|class| class.name()).collect();
+    let mut text = String::new();
+    let mut line = String::from("Error classes (run.error.class):");
+    for (i, name) in names.iter().enumerate() {
+        let word = if i + 1 == names.len() {
+            format!("{name}.")
+        } else {
+            format!("{name},")
+        };
+        if line.len() + 1 + word.len() > HELP_WIDTH {
+            text.push_str(&line);
+            text.push('\n');
+            line = word;
+        } else {
+            line.push(' ');
+            line.push_str(&word);
+        }
+    }
+    text + &line
 }
 
 /// The pipe buffer a parser asks for on its stdin: the unprivileged maximum of a stock kernel
@@ -279,23 +307,23 @@ pub fn parse<D: Dialect>(mut dialect: D, input: impl Read, args: &ParseArgs) -> 
     let mut drift: Option<String> = None;
     let mut events = 0u64;
     let mut line_no = 0u64;
-    while let Some(item) = reader.next_item()? {
+    while let Some(segment) = reader.next_segment()? {
         line_no += 1;
-        let finding = match item {
-            Item::Line(line) | Item::Tail(line) if ndjson::is_blank(line) => continue,
+        let finding = match segment {
+            Segment::Line(line) | Segment::Tail(line) if ndjson::is_blank(line) => continue,
             _ if events >= args.max_events => Err(format!(
                 "the stream has more than {} events (--max-events)",
                 args.max_events
             )),
-            Item::Line(line) => {
+            Segment::Line(line) => {
                 events += 1;
                 dialect.line(&surrogate::replace_lone(line))
             }
-            Item::Tail(tail) => {
+            Segment::Tail(tail) => {
                 events += 1;
                 dialect.cut_line(&surrogate::replace_lone(tail))
             }
-            Item::TooLong { len } => Err(format!(
+            Segment::TooLong { len } => Err(format!(
                 "the line is {len} bytes, over the ceiling of {} bytes (--max-line-bytes)",
                 args.max_line_bytes
             )),
@@ -306,7 +334,7 @@ pub fn parse<D: Dialect>(mut dialect: D, input: impl Read, args: &ParseArgs) -> 
     }
     let mut verdict = dialect.finish();
     if let Some(message) = drift {
-        verdict.outcome = Some(Failure::new(ErrorClass::MalformedStream, message));
+        verdict.failure = Some(RunFailure::new(ErrorClass::MalformedStream, message));
     }
     Ok(Parsed {
         runtime: D::RUNTIME,
@@ -329,18 +357,18 @@ impl Parsed {
 
     /// Folds in a bearing alone (an unreadable status file is a `Killed` one).
     pub fn fold_bearing(&mut self, bearing: Bearing) {
-        let prior = self.verdict.outcome.take();
-        self.verdict.outcome = match (bearing, prior) {
+        let prior = self.verdict.failure.take();
+        self.verdict.failure = match (bearing, prior) {
             (Bearing::Clean, prior) => prior,
             (Bearing::Failed(why), Some(mut failure)) => {
                 failure.message = format!("{} ({why})", failure.message);
                 Some(failure)
             }
-            (Bearing::Failed(why) | Bearing::Killed(why), None) => Some(Failure::new(
+            (Bearing::Failed(why) | Bearing::Killed(why), None) => Some(RunFailure::new(
                 ErrorClass::Process,
                 format!("{why}, although the stream looked complete"),
             )),
-            (Bearing::Killed(why), Some(failure)) => Some(Failure::new(
+            (Bearing::Killed(why), Some(failure)) => Some(RunFailure::new(
                 ErrorClass::Process,
                 format!("{why}; the stream: {}", failure.message),
             )),
@@ -357,17 +385,17 @@ impl Parsed {
             bytes,
         } = self;
         let mut gitmoot_result: Option<Value> = None;
-        if require_result && verdict.outcome.is_none() {
+        if require_result && verdict.failure.is_none() {
             match gitmoot_result::extract(&verdict.answer) {
                 Ok(result) => gitmoot_result = Some(result),
                 Err(ResultError::Missing) => {
-                    verdict.outcome = Some(Failure::new(
+                    verdict.failure = Some(RunFailure::new(
                         ErrorClass::NoResult,
                         "the answer carries no gitmoot_result object",
                     ))
                 }
                 Err(ResultError::Invalid(why)) => {
-                    verdict.outcome = Some(Failure::new(
+                    verdict.failure = Some(RunFailure::new(
                         ErrorClass::InvalidResult,
                         format!("the answer's gitmoot_result is invalid: {why}"),
                     ))
@@ -375,8 +403,8 @@ impl Parsed {
             }
         }
         let facts = verdict.facts;
-        let ok = verdict.outcome.is_none();
-        let (answer, error) = match verdict.outcome {
+        let ok = verdict.failure.is_none();
+        let (answer, error) = match verdict.failure {
             None => (Some(verdict.answer), None),
             Some(failure) => {
                 let last_text = if verdict.answer.trim().is_empty() {

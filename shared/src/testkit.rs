@@ -263,21 +263,6 @@ fn long_flags(help: &str) -> Vec<String> {
     flags
 }
 
-/// Every error class a parser may print: the names scripts branch on.
-pub const ERROR_CLASSES: &[&str] = &[
-    "truncated",
-    "model_error",
-    "retry_exhausted",
-    "retry_open",
-    "no_agent_end",
-    "not_terminal",
-    "empty_answer",
-    "malformed_stream",
-    "no_result",
-    "invalid_result",
-    "process",
-];
-
 /// The envelope contract every parser's output holds whatever its input (the property tests and
 /// the fuzz targets check it): `json` is exactly one JSON object on one line with the keys
 /// `gitmoot_result` and `run`; `run.ok` holds exactly when there is an answer and no error; a
@@ -322,7 +307,12 @@ pub fn check_envelope(json: &str, input_len: u64, require_result: bool) -> serde
         );
         assert!(run["family"].is_null(), "a failure with a family: {json}");
         let class = run["error"]["class"].as_str().expect("run.error.class");
-        assert!(ERROR_CLASSES.contains(&class), "unknown class {class}");
+        assert!(
+            crate::envelope::ErrorClass::ALL
+                .iter()
+                .any(|known| known.name() == class),
+            "unknown class {class}"
+        );
         assert!(run["error"]["message"].is_string(), "no message: {json}");
     }
     value
@@ -435,7 +425,7 @@ fn cut_points(stream: &[u8]) -> Vec<usize> {
 
 /// True when `prefix` ends a run: its last whole line is one for which `ends_a_run` holds, and
 /// what follows it is at most the start of a line that names no type yet, which the parsers
-/// skip like any garbage that identifies nothing (seed 000).
+/// skip like any garbage that identifies nothing.
 fn is_a_whole_run(prefix: &[u8], ends_a_run: impl Fn(&[u8]) -> bool) -> bool {
     let Some(newline) = memchr::memrchr(b'\n', prefix) else {
         return false;

@@ -3,9 +3,10 @@
 //! omp forked pi and kept its event vocabulary: a `session` header, `message_end` rows whose
 //! assistant messages carry `stopReason`, `errorMessage` and `usage`, `auto_retry_start` /
 //! `auto_retry_end` around the CLI's own retries, and an `agent_end` per low-level run. So the
-//! rules of seed 000 ("Exit code 0 is not success" through "Token usage") are implemented once,
-//! here, and each CLI is a [`Flavor`] that says only where it differs: how its `agent_end` marks
-//! a scheduled continuation, which extra event types it writes, and what else its verdict needs.
+//! verdict rules (the numbered list under DESCRIPTION in man/moot-parse-omp.1) are implemented
+//! once, here, and each CLI is a [`Flavor`] that says only where it differs: how its `agent_end`
+//! marks a scheduled continuation, which extra event types it writes, and what else its verdict
+//! needs.
 //!
 //! Both CLIs can exit 0 when a turn fails, retry provider failures on the same stream and close a
 //! deadline trip with a clean-looking terminal event, so success is derived from the stream
@@ -21,7 +22,7 @@ use serde_json::error::Category;
 use serde_json::Value;
 
 use crate::envelope::{ErrorClass, Usage, UsageSource};
-use crate::parse::{Dialect, Facts, Failure, Verdict};
+use crate::parse::{Dialect, Facts, RunFailure, Verdict};
 use crate::sniff::{opening_type, raw_field_is, raw_type_among};
 
 /// The event types every member of the family writes and this module reads.
@@ -60,12 +61,12 @@ pub trait Flavor {
     }
 
     /// A flavor's own terminal-state rule, judged right after the family's `not_terminal`.
-    fn unfinished(&self) -> Option<Failure> {
+    fn unfinished(&self) -> Option<RunFailure> {
         None
     }
 
     /// A flavor's own rule on a final message that every family rule accepted as the answer.
-    fn suspect_answer(&self, _last: &Assistant) -> Option<Failure> {
+    fn suspect_answer(&self, _last: &Assistant) -> Option<RunFailure> {
         None
     }
 }
@@ -108,7 +109,7 @@ pub struct PiFamily<F> {
     /// An `agent_start` came after the last `agent_end`: a run is under way.
     run_open: bool,
     /// The first failure of the current, unrecovered failure saga.
-    failure: Option<Failure>,
+    failure: Option<RunFailure>,
     /// Set by `auto_retry_end` with `success: false`: the CLI's verdict on itself, never cleared.
     gave_up: bool,
     /// The `errorMessage` of an `auto_retry_start` still waiting for its `auto_retry_end`.
@@ -226,7 +227,7 @@ impl<F: Flavor> Dialect for PiFamily<F> {
     }
 
     fn finish(self) -> Verdict {
-        let outcome = self.judge();
+        let failure = self.judge();
         let (usage_tokens, source) = self.usage();
         let last = self.last.unwrap_or_default();
         Verdict {
@@ -244,7 +245,7 @@ impl<F: Flavor> Dialect for PiFamily<F> {
                 },
                 last_text: self.last_text,
             },
-            outcome,
+            failure,
             answer: last.text,
         }
     }
@@ -346,7 +347,7 @@ impl<F: Flavor> PiFamily<F> {
                 (None, Some(error)) if !error.is_empty() => format!(": {error}"),
                 (None, _) => " and reported no finalError".to_string(),
             };
-            self.failure = Some(Failure::new(
+            self.failure = Some(RunFailure::new(
                 ErrorClass::RetryExhausted,
                 format!(
                     "{} gave up retrying (auto_retry_end success false){cause}",
@@ -367,21 +368,21 @@ impl<F: Flavor> PiFamily<F> {
         }
     }
 
-    /// The verdict, in the seed's precedence (an unreadable row, which outranks all of these,
+    /// The verdict, in the order of man/moot-parse-omp.1 (an unreadable row, which outranks all of these,
     /// is applied by the parse driver).
-    fn judge(&self) -> Option<Failure> {
+    fn judge(&self) -> Option<RunFailure> {
         let rt = F::RUNTIME;
         if let Some(failure) = &self.failure {
             return Some(failure.clone());
         }
         if self.agent_ends == 0 {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::NoAgentEnd,
                 format!("{rt} stream ended without an agent_end event: the CLI died mid-stream or its {} envelope changed", F::MODE_FLAG),
             ));
         }
         if self.last_continues {
-            return Some(Failure::new(ErrorClass::NotTerminal, F::NOT_TERMINAL));
+            return Some(RunFailure::new(ErrorClass::NotTerminal, F::NOT_TERMINAL));
         }
         if let Some(failure) = self.flavor.unfinished() {
             return Some(failure);
@@ -392,7 +393,7 @@ impl<F: Flavor> PiFamily<F> {
             } else {
                 format!(" after: {error}")
             };
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::RetryOpen,
                 format!("{rt} stream ended with a retry saga still open (an auto_retry_start with no auto_retry_end){cause}"),
             ));
@@ -402,27 +403,27 @@ impl<F: Flavor> PiFamily<F> {
         // retries; omp 18 runs one per prompt of an @file delivery). An earlier run's
         // agent_end does not end a later one, or a stream cut inside it would pass.
         if self.run_open {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::NoAgentEnd,
                 format!("{rt} stream ended inside a run (an agent_start with no agent_end after it): the CLI died mid-stream after an earlier run had ended"),
             ));
         }
         let last = self.last.as_ref();
         if let Some(reason @ ("toolUse" | "length")) = last.and_then(|m| m.stop_reason.as_deref()) {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::Truncated,
                 format!("TRUNCATED: {rt}'s final assistant message stopped on {reason:?} instead of \"stop\", so its text is not a finished answer"),
             ));
         }
         let final_blank = last.is_none_or(|m| m.text.trim().is_empty());
         if final_blank && (self.saw_text || last.is_some_and(|m| m.has_tool_call)) {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::Truncated,
                 format!("TRUNCATED: {rt}'s final assistant message carried no text (a tool call it never answered, or a turn cut short)"),
             ));
         }
         if final_blank {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::EmptyAnswer,
                 format!("{rt} stream carried no assistant text"),
             ));
@@ -449,7 +450,7 @@ impl<F: Flavor> PiFamily<F> {
     }
 }
 
-fn turn_failure<F: Flavor>(reason: &str, message: Option<&str>, status: Option<&Value>) -> Failure {
+fn turn_failure<F: Flavor>(reason: &str, message: Option<&str>, status: Option<&Value>) -> RunFailure {
     let status = match status {
         Some(Value::String(s)) => format!(", errorStatus {s}"),
         Some(Value::Null) | None => String::new(),
@@ -459,7 +460,7 @@ fn turn_failure<F: Flavor>(reason: &str, message: Option<&str>, status: Option<&
         Some(m) if !m.is_empty() => m,
         _ => "no errorMessage reported",
     };
-    Failure::new(
+    RunFailure::new(
         ErrorClass::ModelError,
         format!(
             "{} turn failed (stopReason {reason}{status}): {message}",

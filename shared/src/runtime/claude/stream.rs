@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::envelope::{ErrorClass, Usage, UsageSource};
-use crate::parse::{Dialect, Facts, Failure, Verdict};
+use crate::parse::{Dialect, Facts, RunFailure, Verdict};
 use crate::sniff::{opens_with_unread_type, raw_has_key, raw_type_among};
 
 /// The row types this parser decodes.
@@ -107,7 +107,7 @@ impl Dialect for Claude {
     }
 
     fn finish(self) -> Verdict {
-        let outcome = self.judge();
+        let failure = self.judge();
         let final_result = self.final_result();
         let usage = self.usage();
         let answer = final_result
@@ -126,7 +126,7 @@ impl Dialect for Claude {
                 usage,
                 last_text: self.last_text,
             },
-            outcome,
+            failure,
             answer,
         }
     }
@@ -281,7 +281,7 @@ impl Claude {
 
     /// The verdict, most specific cause first (an unreadable row, which outranks all of these,
     /// is applied by the parse driver).
-    fn judge(&self) -> Option<Failure> {
+    fn judge(&self) -> Option<RunFailure> {
         let Some(result) = self.final_result() else {
             return Some(self.no_result());
         };
@@ -289,7 +289,7 @@ impl Claude {
         if result.api_error.as_deref() == Some("max_output_tokens")
             || result.stop_reason.as_deref() == Some("max_tokens")
         {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::Truncated,
                 format!(
                     "TRUNCATED: claude's answer hit the output token limit ({said}){}",
@@ -302,7 +302,7 @@ impl Claude {
             result.subtype.as_str(),
             "error_max_turns" | "error_max_budget_usd"
         ) {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::Truncated,
                 format!(
                     "TRUNCATED: claude stopped at a run limit before finishing ({said}){}",
@@ -314,18 +314,18 @@ impl Claude {
             return Some(self.run_failure(result, &said));
         }
         match result.stop_reason.as_deref() {
-            Some("tool_use") => return Some(Failure::new(
+            Some("tool_use") => return Some(RunFailure::new(
                 ErrorClass::Truncated,
                 "TRUNCATED: claude's final turn stopped on \"tool_use\" instead of \"end_turn\", so its text is not a finished answer",
             )),
-            Some("refusal") => return Some(Failure::new(
+            Some("refusal") => return Some(RunFailure::new(
                 ErrorClass::ModelError,
                 "claude's final turn stopped on \"refusal\": the model declined to answer",
             )),
             _ => {}
         }
         if result.num_turns == Some(0) {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::ModelError,
                 format!(
                     "claude's result ran no model turn (num_turns 0), so its text is the CLI's own, not an answer{}",
@@ -334,7 +334,7 @@ impl Claude {
             ));
         }
         if result.text.as_deref().is_none_or(|t| t.trim().is_empty()) {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::EmptyAnswer,
                 "claude's result carried no answer text",
             ));
@@ -342,9 +342,9 @@ impl Claude {
         None
     }
 
-    fn no_result(&self) -> Failure {
+    fn no_result(&self) -> RunFailure {
         if let Some(retry) = &self.last_retry {
-            return Failure::new(
+            return RunFailure::new(
                 ErrorClass::RetryOpen,
                 format!("claude stream ended while an API retry was pending (api_retry {retry}) and before any result row"),
             );
@@ -354,15 +354,15 @@ impl Claude {
         } else {
             "claude stream ended without a result row: the CLI died mid-stream or its print-mode envelope changed"
         };
-        Failure::new(ErrorClass::NoAgentEnd, why)
+        RunFailure::new(ErrorClass::NoAgentEnd, why)
     }
 
     /// A result that says the run failed: an API error Claude Code gave up retrying, or any
     /// other error subtype or `is_error`, reported with the CLI's own text.
-    fn run_failure(&self, result: &RunResult, said: &str) -> Failure {
+    fn run_failure(&self, result: &RunResult, said: &str) -> RunFailure {
         let api_error = result.subtype == "success";
         match &self.last_retry {
-            Some(retry) if api_error && self.retries > 0 => Failure::new(
+            Some(retry) if api_error && self.retries > 0 => RunFailure::new(
                 ErrorClass::RetryExhausted,
                 format!(
                     "claude gave up retrying the API after {} api_retry row(s) (the last: {retry}; {said}){}",
@@ -370,7 +370,7 @@ impl Claude {
                     cause(result)
                 ),
             ),
-            _ => Failure::new(
+            _ => RunFailure::new(
                 ErrorClass::ModelError,
                 format!("claude run failed ({said}){}", cause(result)),
             ),

@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 
 use crate::envelope::{ErrorClass, Usage, UsageSource};
-use crate::parse::{Dialect, Facts, Failure, Verdict};
+use crate::parse::{Dialect, Facts, RunFailure, Verdict};
 use crate::sniff::{opens_with_unread_type, raw_type_among};
 
 /// The row types this parser decodes.
@@ -123,7 +123,7 @@ impl Dialect for Codex {
     }
 
     fn finish(self) -> Verdict {
-        let outcome = self.judge();
+        let failure = self.judge();
         let usage = match self.tokens {
             Some(tokens) => Usage {
                 input_tokens: tokens.input,
@@ -144,7 +144,7 @@ impl Dialect for Codex {
                 usage,
                 last_text: self.last_text,
             },
-            outcome,
+            failure,
             answer: self.message.or(self.plan).unwrap_or_default(),
         }
     }
@@ -220,8 +220,8 @@ impl Codex {
         }
     }
 
-    fn item_completed(&mut self, item: Option<Item<'_>>) -> Result<(), String> {
-        let Some(Item {
+    fn item_completed(&mut self, item: Option<CompletedItem<'_>>) -> Result<(), String> {
+        let Some(CompletedItem {
             kind: Some(kind),
             text,
         }) = item
@@ -256,11 +256,11 @@ impl Codex {
 
     /// The verdict, most specific cause first (an unreadable row, which outranks all of these,
     /// is applied by the parse driver).
-    fn judge(&self) -> Option<Failure> {
+    fn judge(&self) -> Option<RunFailure> {
         match &self.turn {
             Turn::Failed(message) => Some(self.turn_failure(message)),
             Turn::Completed => match &self.error {
-                Some(error) => Some(Failure::new(
+                Some(error) => Some(RunFailure::new(
                     ErrorClass::ModelError,
                     format!("codex reported an error after its turn completed: {error}"),
                 )),
@@ -270,9 +270,9 @@ impl Codex {
         }
     }
 
-    fn turn_failure(&self, message: &str) -> Failure {
+    fn turn_failure(&self, message: &str) -> RunFailure {
         if message.contains(OUTPUT_CAP) {
-            return Failure::new(
+            return RunFailure::new(
                 ErrorClass::Truncated,
                 format!(
                     "TRUNCATED: codex's answer hit the output token limit (turn.failed): {message}"
@@ -280,7 +280,7 @@ impl Codex {
             );
         }
         if self.reconnects > 0 {
-            return Failure::new(
+            return RunFailure::new(
                 ErrorClass::RetryExhausted,
                 format!(
                     "codex gave up after {} reconnect attempt(s) (turn.failed): {message}",
@@ -288,50 +288,50 @@ impl Codex {
                 ),
             );
         }
-        Failure::new(
+        RunFailure::new(
             ErrorClass::ModelError,
             format!("codex turn failed (turn.failed): {message}"),
         )
     }
 
-    fn no_turn_end(&self) -> Failure {
+    fn no_turn_end(&self) -> RunFailure {
         if let Some(reconnect) = &self.open_reconnect {
-            return Failure::new(
+            return RunFailure::new(
                 ErrorClass::RetryOpen,
                 format!("codex stream ended while codex was still retrying ({reconnect}) and without turn.completed"),
             );
         }
         if let Some(error) = &self.error {
-            return Failure::new(
+            return RunFailure::new(
                 ErrorClass::ModelError,
                 format!(
                     "codex reported an error and its stream ended without turn.completed: {error}"
                 ),
             );
         }
-        Failure::new(
+        RunFailure::new(
             ErrorClass::NoAgentEnd,
             "codex stream ended without turn.completed: the turn was interrupted, the CLI died mid-stream, or its --json envelope changed",
         )
     }
 
     /// A completed turn's answer must be a message written after the agent's last tool work.
-    fn answer_failure(&self) -> Option<Failure> {
+    fn answer_failure(&self) -> Option<RunFailure> {
         let answer = self.message.as_ref().or(self.plan.as_ref());
         if let Some(work) = &self.work_after_answer {
             let message = match answer {
                 Some(_) => format!("TRUNCATED: codex's last agent_message was followed by {work} work and no later message, so it is narration, not an answer"),
                 None => format!("TRUNCATED: codex ran {work} work and wrote no agent_message after it"),
             };
-            return Some(Failure::new(ErrorClass::Truncated, message));
+            return Some(RunFailure::new(ErrorClass::Truncated, message));
         }
         match answer {
             Some(text) if !text.trim().is_empty() => None,
-            Some(_) => Some(Failure::new(
+            Some(_) => Some(RunFailure::new(
                 ErrorClass::EmptyAnswer,
                 "codex's final agent_message carried no text",
             )),
-            None => Some(Failure::new(
+            None => Some(RunFailure::new(
                 ErrorClass::EmptyAnswer,
                 "codex's final turn carried no agent_message",
             )),
@@ -374,7 +374,7 @@ fn read_by_type(line: &[u8]) -> Result<Option<Row<'_>>, String> {
 }
 
 /// An `item.completed` item: its type, then its text only for the types whose text is read.
-fn read_item_by_type(line: &[u8]) -> Result<Option<Item<'_>>, String> {
+fn read_item_by_type(line: &[u8]) -> Result<Option<CompletedItem<'_>>, String> {
     let Some(kind) = decode::<ItemCompleted>(line, "item.completed")?
         .item
         .and_then(|item| item.kind)
@@ -385,7 +385,7 @@ fn read_item_by_type(line: &[u8]) -> Result<Option<Item<'_>>, String> {
         "agent_message" | "plan" => decode::<ItemText>(line, &kind)?.item.text,
         _ => None,
     };
-    Ok(Some(Item {
+    Ok(Some(CompletedItem {
         kind: Some(kind),
         text,
     }))
@@ -430,11 +430,12 @@ struct Row<'a> {
     #[serde(borrow)]
     message: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    item: Option<Item<'a>>,
+    item: Option<CompletedItem<'a>>,
 }
 
+/// The `item` of an `item.completed` row: its type and, for an answer, its text.
 #[derive(Deserialize)]
-struct Item<'a> {
+struct CompletedItem<'a> {
     #[serde(rename = "type", borrow)]
     kind: Option<Cow<'a, str>>,
     #[serde(borrow)]

@@ -20,7 +20,7 @@
 //! stream adds what it proves: the CLI's own error text, a retry still pending, a Kimi Code run
 //! that never completed, a final message that only called tools, no answer. A failure is
 //! reported in the CLI's own words, never classified from them (no "authentication required"
-//! label: kimi relays its tools' output on the same streams, gitmoot #1857).
+//! label: kimi relays its tools' output on the same streams, so such a label could be a tool's).
 //!
 //! There is no glance fast path: kimi prints whole messages, not deltas, and an unparseable line
 //! is the CLI's own text, which only a full JSON read can tell apart from a row.
@@ -32,8 +32,8 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use crate::envelope::{ErrorClass, Usage, UsageSource};
-use crate::ndjson::{Item, LineReader};
-use crate::parse::{Dialect, Facts, Failure, Verdict};
+use crate::ndjson::{LineReader, Segment};
+use crate::parse::{Dialect, Facts, RunFailure, Verdict};
 use crate::sniff::raw_field_is;
 
 /// Rich, which prints the legacy CLI's errors, folds them at this width when stdout is not a
@@ -194,7 +194,7 @@ impl Dialect for Kimi {
         if self.session_id.is_none() {
             self.session_id = stderr.session_id;
         }
-        let outcome = self
+        let failure = self
             .judge(stderr.error.as_deref())
             .or(stderr_problem)
             .or_else(|| self.unfinished());
@@ -217,7 +217,7 @@ impl Dialect for Kimi {
                 },
                 last_text: self.last_text,
             },
-            outcome,
+            failure,
             answer: last.text,
         }
     }
@@ -314,13 +314,13 @@ impl Kimi {
     /// `error:` line on stderr is a tool's output that Kimi Code relayed.
     /// With `--session-store`, a Kimi Code run whose final message the store does not record
     /// as completed failed as `truncated`; one the store cannot vouch for fails closed.
-    fn unfinished(&self) -> Option<Failure> {
+    fn unfinished(&self) -> Option<RunFailure> {
         let store = self.session_store.as_deref()?;
         if !self.kimi_code {
             return None;
         }
         let Some(id) = self.session_id.as_deref() else {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::Truncated,
                 "cannot verify that the answer is complete: the stream named no session to look \
                  up in the session store",
@@ -328,7 +328,7 @@ impl Kimi {
         };
         match super::store::final_finish(store, id) {
             Ok(finish) if finish.is_complete() => None,
-            Ok(finish) => Some(Failure::new(
+            Ok(finish) => Some(RunFailure::new(
                 ErrorClass::Truncated,
                 format!(
                     "Kimi Code's session store records the final answer as unfinished \
@@ -342,14 +342,14 @@ impl Kimi {
                     }
                 ),
             )),
-            Err(why) => Some(Failure::new(
+            Err(why) => Some(RunFailure::new(
                 ErrorClass::Truncated,
                 format!("cannot verify that the answer is complete: {why}"),
             )),
         }
     }
 
-    fn judge(&self, stderr_error: Option<&str>) -> Option<Failure> {
+    fn judge(&self, stderr_error: Option<&str>) -> Option<RunFailure> {
         let own_words = self
             .error_event
             .clone()
@@ -357,14 +357,14 @@ impl Kimi {
             .or_else(|| stderr_error.filter(|_| !self.completed).map(str::to_string));
         if let Some(text) = own_words {
             return Some(match &self.retrying {
-                Some(retry) => Failure::new(
+                Some(retry) => RunFailure::new(
                     ErrorClass::RetryExhausted,
                     match retry.attempt() {
                         Some(attempt) => format!("{text} (kimi gave up retrying after {attempt})"),
                         None => format!("{text} (kimi gave up retrying)"),
                     },
                 ),
-                None => Failure::new(ErrorClass::ModelError, text),
+                None => RunFailure::new(ErrorClass::ModelError, text),
             });
         }
         if let Some(retry) = &self.retrying {
@@ -377,7 +377,7 @@ impl Kimi {
                 .attempt()
                 .map(|attempt| format!(" ({attempt} pending)"))
                 .unwrap_or_default();
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::RetryOpen,
                 format!(
                     "kimi stream ended while Kimi Code was retrying the provider{pending}{cause}"
@@ -385,19 +385,19 @@ impl Kimi {
             ));
         }
         if self.kimi_code && !self.completed {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::NoAgentEnd,
                 "kimi stream ended without a session.resume_hint: Kimi Code writes it only once the prompt has completed, so this run did not (it failed, was killed or was cut off)",
             ));
         }
         let Some(last) = &self.last else {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::EmptyAnswer,
                 "kimi stream carried no assistant message",
             ));
         };
         if !last.tools.is_empty() {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::Truncated,
                 format!(
                     "TRUNCATED: kimi's final assistant message called tools ({}) and the stream ended before an answer came",
@@ -406,7 +406,7 @@ impl Kimi {
             ));
         }
         if last.text.trim().is_empty() {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::EmptyAnswer,
                 "kimi's final assistant message carried no text",
             ));
@@ -416,13 +416,13 @@ impl Kimi {
 
     /// Reads the CLI's stderr once stdin has ended: the last resume hint, and the last fatal
     /// error Kimi Code printed (its `error:` line and what follows, up to `See log:`).
-    fn read_stderr_file(&self) -> Result<StderrFacts, Failure> {
+    fn read_stderr_file(&self) -> Result<StderrFacts, RunFailure> {
         let mut facts = StderrFacts::default();
         let Some(path) = &self.stderr_file else {
             return Ok(facts);
         };
         let cannot_read = |e: std::io::Error| {
-            Failure::new(
+            RunFailure::new(
                 ErrorClass::Process,
                 format!(
                     "cannot read --stderr-file {}: {e}; the session id and errors kimi prints there are lost",
@@ -434,8 +434,8 @@ impl Kimi {
         let mut reader = LineReader::new(file, MAX_STDERR_LINE);
         let mut error: Option<BoundedText> = None;
         let mut in_error = false;
-        while let Some(item) = reader.next_item().map_err(cannot_read)? {
-            let (Item::Line(raw) | Item::Tail(raw)) = item else {
+        while let Some(item) = reader.next_segment().map_err(cannot_read)? {
+            let (Segment::Line(raw) | Segment::Tail(raw)) = item else {
                 continue;
             };
             let decoded = String::from_utf8_lossy(raw);

@@ -1,9 +1,10 @@
 //! omp's `-p --mode=json` NDJSON stream, read into a verdict.
 //!
-//! omp is a fork of pi and writes the same event vocabulary, so the rules of seed 000 live in
-//! [`crate::runtime::pi_family`]; this module says only what is omp's own: a terminal
-//! `agent_end` is one whose `isTerminal` is not false, and under an OTEL telemetry config every
-//! `agent_end` carries a run-level usage rollup (`telemetry.usage.inputTokens/outputTokens`).
+//! omp is a fork of pi and writes the same event vocabulary, so the verdict rules (the numbered
+//! list under DESCRIPTION in man/moot-parse-omp.1) live in [`crate::runtime::pi_family`]; this
+//! module says only what is omp's own: a terminal `agent_end` is one whose `isTerminal` is not
+//! false, and under an OTEL telemetry config every `agent_end` carries a run-level usage rollup
+//! (`telemetry.usage.inputTokens/outputTokens`).
 //! omp exits 0 when a turn fails in json mode, retries provider failures on the same stream, and
 //! closes a `--max-time` trip with a clean-looking terminal `agent_end`: the stream decides.
 

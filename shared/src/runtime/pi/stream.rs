@@ -18,7 +18,7 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use crate::envelope::ErrorClass;
-use crate::parse::Failure;
+use crate::parse::RunFailure;
 use crate::runtime::pi_family::{self, AgentEnd, Assistant, Flavor, PiFamily, Tokens, TypeOnly};
 
 /// The pi dialect.
@@ -77,19 +77,19 @@ impl Flavor for PiFlavor {
         Ok(())
     }
 
-    fn unfinished(&self) -> Option<Failure> {
+    fn unfinished(&self) -> Option<RunFailure> {
         (self.settles && !self.settled).then(|| {
-            Failure::new(
+            RunFailure::new(
                 ErrorClass::NotTerminal,
                 "pi stream ended on an agent_end without its agent_settled, although this pi settled an earlier run: it stopped while pi still had work scheduled",
             )
         })
     }
 
-    fn suspect_answer(&self, last: &Assistant) -> Option<Failure> {
+    fn suspect_answer(&self, last: &Assistant) -> Option<RunFailure> {
         let unmetered = last.usage == Some(Tokens::default());
         (!self.accept_unmetered && unmetered && last.stop_reason.as_deref() == Some("stop")).then(|| {
-            Failure::new(
+            RunFailure::new(
                 ErrorClass::Truncated,
                 "TRUNCATED: pi's final assistant message stopped on \"stop\" but reports zero token usage, the mark of a provider stream that closed before its final chunk (pi takes that for a finished answer); pass --accept-unmetered if this provider never reports usage",
             )
