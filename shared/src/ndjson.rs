@@ -94,7 +94,9 @@ impl<R: Read> LineReader<R> {
                 if pos > self.max_line {
                     return Ok(Some(Segment::TooLong { len: pos as u64 }));
                 }
-                return Ok(Some(Segment::Line(strip_cr(&self.buf[line_start..line_end]))));
+                return Ok(Some(Segment::Line(strip_cr(
+                    &self.buf[line_start..line_end],
+                ))));
             }
             let pending = self.end - self.start;
             // A line arriving in many reads is searched for its newline only once per byte.
@@ -115,7 +117,9 @@ impl<R: Read> LineReader<R> {
                 self.start = self.end;
                 self.scanned = 0;
                 self.lines += 1;
-                return Ok(Some(Segment::Tail(strip_cr(&self.buf[tail_start..self.end]))));
+                return Ok(Some(Segment::Tail(strip_cr(
+                    &self.buf[tail_start..self.end],
+                ))));
             }
             self.fill()?;
         }

@@ -17,6 +17,7 @@ use clap::Args;
 use nix::fcntl::{fcntl, FcntlArg};
 use serde_json::Value;
 
+use crate::dialect::Drift;
 use crate::envelope::{Envelope, ErrorClass, Run, RunError, Usage};
 use crate::gitmoot_result::{self, ResultError};
 use crate::ndjson::{self, LineReader, Segment};
@@ -40,13 +41,13 @@ pub trait Dialect {
     /// Reads one complete, non-blank line. `Err` names a row the dialect had to read and could
     /// not (envelope drift); the run then fails as `malformed_stream`, but reading goes on so
     /// that usage and the session id are still collected.
-    fn line(&mut self, line: &[u8]) -> Result<(), String>;
+    fn line(&mut self, line: &[u8]) -> Result<(), Drift>;
 
     /// Judges the bytes after the last newline of a stream that ended without one: a row whose
     /// writer was cut off, even when the bytes happen to parse (the CLIs end every row with a
     /// newline, and a stream cut just before it must not pass for a whole one). `Err` when they
     /// identify a row the dialect reads, `Ok` when they identify nothing.
-    fn cut_line(&self, tail: &[u8]) -> Result<(), String>;
+    fn cut_line(&self, tail: &[u8]) -> Result<(), Drift>;
 
     /// The verdict the stream proves, once it has ended.
     fn finish(self) -> Verdict;
@@ -156,7 +157,7 @@ Exit status: 0 the run succeeded; 1 the run or its result failed (the envelope s
 }
 
 /// Help lines are wrapped at this width.
-const HELP_WIDTH: usize = 90;
+const HELP_WIDTH: usize = 96;
 
 /// `Error classes (run.error.class): truncated, ...`, every [`ErrorClass`], wrapped.
 fn error_classes_help() -> String {
@@ -203,9 +204,21 @@ pub fn run_parser<D: Dialect>(
     dialect: D,
     args: &ParseArgs,
 ) -> anyhow::Result<ExitCode> {
+    run_parser_with(tool, dialect, args, |_| {})
+}
+
+/// [`run_parser`], handing the dialect to `at_end` once stdin has ended and before it gives its
+/// verdict: the moment to read what the CLI left beside its stream (kimi's stderr and session
+/// store), so that the dialect itself stays a pure state machine that opens no file.
+pub fn run_parser_with<D: Dialect>(
+    tool: &str,
+    dialect: D,
+    args: &ParseArgs,
+    at_end: impl FnOnce(&mut D),
+) -> anyhow::Result<ExitCode> {
     let stdin = io::stdin().lock();
     widen_pipe(&stdin);
-    let parsed = parse(dialect, stdin, args)?;
+    let parsed = parse_with(dialect, stdin, args, at_end)?;
     // Only now, with stdin ended, is the writer done with the directories (an error reading
     // stdin leaves them to the caller). They go however the verdict is delivered.
     let delivered = deliver(tool, parsed, args);
@@ -302,7 +315,18 @@ pub struct Parsed {
 }
 
 /// Reads the whole stream (to EOF, whatever it holds) through one dialect.
-pub fn parse<D: Dialect>(mut dialect: D, input: impl Read, args: &ParseArgs) -> io::Result<Parsed> {
+pub fn parse<D: Dialect>(dialect: D, input: impl Read, args: &ParseArgs) -> io::Result<Parsed> {
+    parse_with(dialect, input, args, |_| {})
+}
+
+/// [`parse`], handing the dialect to `at_end` between the end of the stream and its verdict
+/// (see [`run_parser_with`]).
+pub fn parse_with<D: Dialect>(
+    mut dialect: D,
+    input: impl Read,
+    args: &ParseArgs,
+    at_end: impl FnOnce(&mut D),
+) -> io::Result<Parsed> {
     let mut reader = LineReader::new(input, args.max_line_bytes);
     let mut drift: Option<String> = None;
     let mut events = 0u64;
@@ -317,11 +341,15 @@ pub fn parse<D: Dialect>(mut dialect: D, input: impl Read, args: &ParseArgs) -> 
             )),
             Segment::Line(line) => {
                 events += 1;
-                dialect.line(&surrogate::replace_lone(line))
+                dialect
+                    .line(&surrogate::replace_lone(line))
+                    .map_err(|drift| drift.describe(D::RUNTIME))
             }
             Segment::Tail(tail) => {
                 events += 1;
-                dialect.cut_line(&surrogate::replace_lone(tail))
+                dialect
+                    .cut_line(&surrogate::replace_lone(tail))
+                    .map_err(|drift| drift.describe(D::RUNTIME))
             }
             Segment::TooLong { len } => Err(format!(
                 "the line is {len} bytes, over the ceiling of {} bytes (--max-line-bytes)",
@@ -332,6 +360,7 @@ pub fn parse<D: Dialect>(mut dialect: D, input: impl Read, args: &ParseArgs) -> 
             drift.get_or_insert_with(|| format!("line {line_no}: {message}"));
         }
     }
+    at_end(&mut dialect);
     let mut verdict = dialect.finish();
     if let Some(message) = drift {
         verdict.failure = Some(RunFailure::new(ErrorClass::MalformedStream, message));

@@ -21,7 +21,8 @@ use serde::Deserialize;
 use serde_json::error::Category;
 use serde_json::Value;
 
-use crate::envelope::{ErrorClass, Usage, UsageSource};
+use crate::dialect::{Drift, Head, MessageSum, Row, Tokens};
+use crate::envelope::{ErrorClass, UsageSource};
 use crate::parse::{Dialect, Facts, RunFailure, Verdict};
 use crate::sniff::{opening_type, raw_field_is, raw_type_among};
 
@@ -53,7 +54,7 @@ pub trait Flavor {
     fn agent_end(&mut self, end: Self::AgentEnd) -> AgentEnd;
 
     /// Reads an event type of [`Flavor::LOAD_BEARING`] that the family does not share.
-    fn own_event(&mut self, kind: &str, line: &[u8]) -> Result<(), String>;
+    fn own_event(&mut self, kind: &str, line: &[u8]) -> Result<(), Drift>;
 
     /// The runtime family of the provider that answered (see [`family_of`]).
     fn family(provider: &str) -> String {
@@ -100,8 +101,7 @@ pub struct PiFamily<F> {
     last: Option<Assistant>,
     last_text: Option<String>,
     saw_text: bool,
-    summed: Tokens,
-    saw_usage: bool,
+    summed: MessageSum,
     rollup: Tokens,
     rollups: u64,
     agent_ends: u64,
@@ -128,12 +128,6 @@ pub struct Assistant {
     pub usage: Option<Tokens>,
 }
 
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Tokens {
-    pub input: u64,
-    pub output: u64,
-}
-
 impl<F: Flavor> PiFamily<F> {
     pub fn new(flavor: F) -> Self {
         PiFamily {
@@ -142,8 +136,7 @@ impl<F: Flavor> PiFamily<F> {
             last: None,
             last_text: None,
             saw_text: false,
-            summed: Tokens::default(),
-            saw_usage: false,
+            summed: MessageSum::default(),
             rollup: Tokens::default(),
             rollups: 0,
             agent_ends: 0,
@@ -165,7 +158,7 @@ impl<F: Flavor + Default> Default for PiFamily<F> {
 impl<F: Flavor> Dialect for PiFamily<F> {
     const RUNTIME: &'static str = F::RUNTIME;
 
-    fn line(&mut self, line: &[u8]) -> Result<(), String> {
+    fn line(&mut self, line: &[u8]) -> Result<(), Drift> {
         let kind = match opening_type(line).and_then(|kind| std::str::from_utf8(kind).ok()) {
             // The hot path: most lines of a long run are message_update deltas and tool
             // output. One whose type is not read, and that cannot be a malformed assistant
@@ -176,35 +169,33 @@ impl<F: Flavor> Dialect for PiFamily<F> {
                 }
                 return match serde_json::from_slice::<Head>(line) {
                     Ok(_) => Ok(()),
-                    Err(_) => unidentified::<F>(line),
+                    Err(_) => unidentified(line),
                 };
             }
             Some(kind) => Cow::Borrowed(kind),
             // An event is a JSON object. serde reads an array positionally into a struct, so
             // without this `["session","x"]` would pass for a session event and
             // `["message_end"]` for an undecodable one; an array identifies nothing.
-            None if line.trim_ascii_start().first() != Some(&b'{') => {
-                return unidentified::<F>(line)
-            }
+            None if line.trim_ascii_start().first() != Some(&b'{') => return unidentified(line),
             None => match serde_json::from_slice::<Head>(line) {
                 Ok(Head { kind: Some(kind) }) => kind,
                 Ok(Head { kind: None }) => return Ok(()),
-                Err(_) => return unidentified::<F>(line),
+                Err(_) => return unidentified(line),
             },
         };
         match kind.as_ref() {
-            "session" => decode::<F, _>(line, "session")?.map(|row| self.session(row)),
+            "session" => decode_event(line, "session")?.map(|row| self.session(row)),
             "agent_start" => {
-                decode::<F, TypeOnly>(line, "agent_start")?.map(|_| self.run_open = true)
+                decode_event::<TypeOnly>(line, "agent_start")?.map(|_| self.run_open = true)
             }
             "message_end" => self.message_end(line)?,
             "auto_retry_start" => {
-                decode::<F, _>(line, "auto_retry_start")?.map(|row| self.retry_start(row))
+                decode_event(line, "auto_retry_start")?.map(|row| self.retry_start(row))
             }
             "auto_retry_end" => {
-                decode::<F, _>(line, "auto_retry_end")?.map(|row| self.retry_end(row))
+                decode_event(line, "auto_retry_end")?.map(|row| self.retry_end(row))
             }
-            "agent_end" => decode::<F, F::AgentEnd>(line, "agent_end")?.map(|row| {
+            "agent_end" => decode_event::<F::AgentEnd>(line, "agent_end")?.map(|row| {
                 let end = self.flavor.agent_end(row);
                 self.agent_end(end);
             }),
@@ -217,18 +208,16 @@ impl<F: Flavor> Dialect for PiFamily<F> {
         Ok(())
     }
 
-    fn cut_line(&self, tail: &[u8]) -> Result<(), String> {
+    fn cut_line(&self, tail: &[u8]) -> Result<(), Drift> {
         match raw_type_among(tail, F::LOAD_BEARING) {
-            Some(kind) => Err(format!(
-                "the stream ended in the middle of an event of type {kind} (the CLI died mid-write)"
-            )),
-            None => unidentified::<F>(tail),
+            Some(kind) => Err(Drift::Cut(Row::event(kind))),
+            None => unidentified(tail),
         }
     }
 
     fn finish(self) -> Verdict {
         let failure = self.judge();
-        let (usage_tokens, source) = self.usage();
+        let (usage, source) = self.usage();
         let last = self.last.unwrap_or_default();
         Verdict {
             facts: Facts {
@@ -237,12 +226,7 @@ impl<F: Flavor> Dialect for PiFamily<F> {
                 provider: last.provider,
                 model: last.model,
                 stop_reason: last.stop_reason,
-                usage: Usage {
-                    input_tokens: usage_tokens.input,
-                    output_tokens: usage_tokens.output,
-                    cost_usd: None,
-                    source,
-                },
+                usage: usage.usage(source),
                 last_text: self.last_text,
             },
             failure,
@@ -261,17 +245,20 @@ impl<F: Flavor> PiFamily<F> {
     /// The role decides whether the row is read at all, so it is probed first: user, developer,
     /// custom and tool-result messages (often MiBs of tool output, with legally string content)
     /// are then skipped without being decoded or copied.
-    fn message_end(&mut self, line: &[u8]) -> Result<Option<()>, String> {
+    fn message_end(&mut self, line: &[u8]) -> Result<Option<()>, Drift> {
         let role = match serde_json::from_slice::<RoleProbe<'_>>(line) {
             Ok(probe) => probe.message.and_then(|message| message.role),
-            Err(e) if is_syntax(&e) => return unidentified::<F>(line).map(|()| None),
-            Err(e) => return Err(drift::<F>("message_end", &e)),
+            Err(e) if is_syntax(&e) => return unidentified(line).map(|()| None),
+            Err(e) => return Err(drift("message_end", &e)),
         };
         match role.as_deref() {
-            None => Err(no_role::<F>()),
+            None => Err(Drift::Incomplete {
+                row: "a message_end with no role".into(),
+                why: "the parser cannot tell whether it was the answer",
+            }),
             Some("assistant") => {
                 let event: MessageEnd<'_> =
-                    serde_json::from_slice(line).map_err(|e| drift::<F>("message_end", &e))?;
+                    serde_json::from_slice(line).map_err(|e| drift("message_end", &e))?;
                 if let Some(message) = event.message {
                     self.assistant(message);
                 }
@@ -287,9 +274,7 @@ impl<F: Flavor> PiFamily<F> {
             output: usage.output,
         });
         if let Some(usage) = usage {
-            self.saw_usage = true;
-            self.summed.input = self.summed.input.saturating_add(usage.input);
-            self.summed.output = self.summed.output.saturating_add(usage.output);
+            self.summed.add(usage);
         }
         let mut current = Assistant {
             stop_reason: message.stop_reason.map(Cow::into_owned),
@@ -363,8 +348,7 @@ impl<F: Flavor> PiFamily<F> {
         self.last_continues = end.continues;
         if let Some(usage) = end.rollup {
             self.rollups += 1;
-            self.rollup.input = self.rollup.input.saturating_add(usage.input);
-            self.rollup.output = self.rollup.output.saturating_add(usage.output);
+            self.rollup.add(usage);
         }
     }
 
@@ -435,22 +419,22 @@ impl<F: Flavor> PiFamily<F> {
     /// agent_end carried one and it is at least the sum on both axes.
     fn usage(&self) -> (Tokens, UsageSource) {
         let rollup_complete = self.rollups > 0 && self.rollups == self.agent_ends;
+        let summed = self.summed.tokens;
         if rollup_complete
-            && self.rollup.input >= self.summed.input
-            && self.rollup.output >= self.summed.output
+            && self.rollup.input >= summed.input
+            && self.rollup.output >= summed.output
         {
             return (self.rollup, UsageSource::Telemetry);
         }
-        let source = if self.saw_usage {
-            UsageSource::Messages
-        } else {
-            UsageSource::None
-        };
-        (self.summed, source)
+        (summed, self.summed.usage().source)
     }
 }
 
-fn turn_failure<F: Flavor>(reason: &str, message: Option<&str>, status: Option<&Value>) -> RunFailure {
+fn turn_failure<F: Flavor>(
+    reason: &str,
+    message: Option<&str>,
+    status: Option<&Value>,
+) -> RunFailure {
     let status = match status {
         Some(Value::String(s)) => format!(", errorStatus {s}"),
         Some(Value::Null) | None => String::new(),
@@ -471,14 +455,14 @@ fn turn_failure<F: Flavor>(reason: &str, message: Option<&str>, status: Option<&
 
 /// Decodes one load-bearing row. A row that is not even JSON identifies nothing and gets the
 /// garbage rule; valid JSON of the wrong shape is drift and fails the run.
-pub fn decode<'a, F: Flavor, T: Deserialize<'a>>(
+pub fn decode_event<'a, T: Deserialize<'a>>(
     line: &'a [u8],
     kind: &str,
-) -> Result<Option<T>, String> {
+) -> Result<Option<T>, Drift> {
     match serde_json::from_slice(line) {
         Ok(row) => Ok(Some(row)),
-        Err(e) if is_syntax(&e) => unidentified::<F>(line).map(|()| None),
-        Err(e) => Err(drift::<F>(kind, &e)),
+        Err(e) if is_syntax(&e) => unidentified(line).map(|()| None),
+        Err(e) => Err(drift(kind, &e)),
     }
 }
 
@@ -486,34 +470,24 @@ fn is_syntax(e: &serde_json::Error) -> bool {
     matches!(e.classify(), Category::Syntax | Category::Eof)
 }
 
-fn drift<F: Flavor>(kind: &str, e: &serde_json::Error) -> String {
-    format!(
-        "{} stream carried an event of type {kind} that this parser could not decode (envelope drift): {e}",
-        F::RUNTIME
-    )
-}
-
-fn no_role<F: Flavor>() -> String {
-    format!("{} stream carried a message_end with no role (envelope drift): the parser cannot tell whether it was the answer", F::RUNTIME)
+fn drift(kind: &str, e: &serde_json::Error) -> Drift {
+    Drift::undecodable(Row::event(kind), e)
 }
 
 /// A line that is not a readable event at all. It is skipped, unless it still identifies itself
 /// as an assistant message_end: that row may have been the failed final turn.
-fn unidentified<F: Flavor>(line: &[u8]) -> Result<(), String> {
+fn unidentified(line: &[u8]) -> Result<(), Drift> {
     if raw_field_is(line, "type", "message_end") && raw_field_is(line, "role", "assistant") {
-        return Err(format!("{} stream carried a MALFORMED assistant message_end (envelope drift): the final turn may be lost", F::RUNTIME));
+        return Err(Drift::Malformed {
+            what: "assistant message_end".into(),
+            at_stake: "final turn",
+        });
     }
     Ok(())
 }
 
 // Wire shapes: only the fields the rules read. Unknown fields are ignored; a field that is read
 // and has the wrong type fails the decode, which fails the run (fail closed).
-
-#[derive(Deserialize)]
-struct Head<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-}
 
 /// A row read for its type alone (`agent_start`, pi's `agent_settled`): it carries nothing the
 /// rules read, but it must still be a well-formed row to count.

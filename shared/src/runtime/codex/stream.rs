@@ -16,6 +16,7 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
+use crate::dialect::{decode, Drift, Head, Row, Tokens};
 use crate::envelope::{ErrorClass, Usage, UsageSource};
 use crate::parse::{Dialect, Facts, RunFailure, Verdict};
 use crate::sniff::{opens_with_unread_type, raw_type_among};
@@ -51,8 +52,6 @@ const WORK_ITEMS: &[&str] = &[
 
 const FAMILY: &str = "codex";
 
-const NO_ITEM_TYPE: &str = "codex stream carried an item.completed with no item type (envelope drift): the parser cannot tell whether it was the answer";
-
 /// How codex words a transient error it is retrying ("Reconnecting... 1/5 (...)").
 const RECONNECTING: &str = "Reconnecting";
 
@@ -87,23 +86,17 @@ enum Turn {
     Failed(String),
 }
 
-#[derive(Debug, Default, Clone, Copy)]
-struct Tokens {
-    input: u64,
-    output: u64,
-}
-
 impl Dialect for Codex {
     const RUNTIME: &'static str = "codex";
 
-    fn line(&mut self, line: &[u8]) -> Result<(), String> {
+    fn line(&mut self, line: &[u8]) -> Result<(), Drift> {
         if is_skippable_at_a_glance(line) {
             return Ok(());
         }
         // One decode reads every field any row type needs, so a multi-MiB command output is
         // scanned once. A row it cannot read (a field another type reads holds anything here,
         // a duplicate key) is read again type by type: that reading is the one that decides.
-        let row = match serde_json::from_slice::<Row<'_>>(line) {
+        let row = match serde_json::from_slice::<AnyRow<'_>>(line) {
             Ok(row) => row,
             Err(_) => match read_by_type(line)? {
                 Some(row) => row,
@@ -113,26 +106,18 @@ impl Dialect for Codex {
         self.row(row)
     }
 
-    fn cut_line(&self, tail: &[u8]) -> Result<(), String> {
+    fn cut_line(&self, tail: &[u8]) -> Result<(), Drift> {
         match raw_type_among(tail, VERDICT_ROWS) {
-            Some(kind) => Err(format!(
-                "the stream ended in the middle of a row of type {kind} (the CLI died mid-write)"
-            )),
+            Some(kind) => Err(Drift::Cut(Row::row(kind))),
             None => Ok(()),
         }
     }
 
     fn finish(self) -> Verdict {
         let failure = self.judge();
-        let usage = match self.tokens {
-            Some(tokens) => Usage {
-                input_tokens: tokens.input,
-                output_tokens: tokens.output,
-                cost_usd: None,
-                source: UsageSource::Result,
-            },
-            None => Usage::default(),
-        };
+        let usage = self
+            .tokens
+            .map_or_else(Usage::default, |tokens| tokens.usage(UsageSource::Result));
         Verdict {
             facts: Facts {
                 session_id: self.thread_id,
@@ -151,7 +136,7 @@ impl Dialect for Codex {
 }
 
 impl Codex {
-    fn row(&mut self, row: Row<'_>) -> Result<(), String> {
+    fn row(&mut self, row: AnyRow<'_>) -> Result<(), Drift> {
         match row.kind.as_deref() {
             Some("thread.started") => self.thread_started(row.thread_id),
             Some("turn.started") => self.turn_started(),
@@ -220,13 +205,16 @@ impl Codex {
         }
     }
 
-    fn item_completed(&mut self, item: Option<CompletedItem<'_>>) -> Result<(), String> {
+    fn item_completed(&mut self, item: Option<CompletedItem<'_>>) -> Result<(), Drift> {
         let Some(CompletedItem {
             kind: Some(kind),
             text,
         }) = item
         else {
-            return Err(NO_ITEM_TYPE.into());
+            return Err(Drift::Incomplete {
+                row: "an item.completed with no item type".into(),
+                why: "the parser cannot tell whether it was the answer",
+            });
         };
         match kind.as_ref() {
             "agent_message" => {
@@ -340,49 +328,44 @@ impl Codex {
 }
 
 /// The `text` of an answer item: it must be there, or the row is drift.
-fn item_text(text: Option<Cow<'_, str>>, kind: &str) -> Result<String, String> {
-    text.map(Cow::into_owned).ok_or_else(|| {
-        format!(
-            "codex stream carried an item of type {kind} with no text (envelope drift): the answer may be lost"
-        )
+fn item_text(text: Option<Cow<'_, str>>, kind: &str) -> Result<String, Drift> {
+    text.map(Cow::into_owned).ok_or_else(|| Drift::Incomplete {
+        row: format!("an item of type {kind} with no text"),
+        why: "the answer may be lost",
     })
 }
 
 /// The row read the strict way, type by type: only the fields its own type reads are decoded,
 /// so a field that another type reads may hold anything. `None` for a line that is no row.
-fn read_by_type(line: &[u8]) -> Result<Option<Row<'_>>, String> {
+fn read_by_type(line: &[u8]) -> Result<Option<AnyRow<'_>>, Drift> {
     let Ok(head) = serde_json::from_slice::<Head<'_>>(line) else {
         return unidentified(line).map(|()| None);
     };
-    let mut row = Row {
-        kind: head.kind,
-        ..Row::default()
-    };
-    match row.kind.as_deref() {
-        Some("thread.started") => {
-            row.thread_id = decode::<ThreadStarted>(line, "thread.started")?.thread_id
-        }
-        Some("turn.completed") => {
-            row.usage = decode::<TurnCompleted>(line, "turn.completed")?.usage
-        }
-        Some("turn.failed") => row.error = decode::<TurnFailed>(line, "turn.failed")?.error,
-        Some("error") => row.message = decode::<ErrorRow>(line, "error")?.message,
+    let mut row = AnyRow::default();
+    let kind = head.kind;
+    let of_type = || Row::row(kind.as_deref().unwrap_or_default());
+    match kind.as_deref() {
+        Some("thread.started") => row.thread_id = decode::<ThreadStarted>(line, of_type)?.thread_id,
+        Some("turn.completed") => row.usage = decode::<TurnCompleted>(line, of_type)?.usage,
+        Some("turn.failed") => row.error = decode::<TurnFailed>(line, of_type)?.error,
+        Some("error") => row.message = decode::<ErrorRow>(line, of_type)?.message,
         Some("item.completed") => row.item = read_item_by_type(line)?,
         _ => {}
     }
+    row.kind = kind;
     Ok(Some(row))
 }
 
 /// An `item.completed` item: its type, then its text only for the types whose text is read.
-fn read_item_by_type(line: &[u8]) -> Result<Option<CompletedItem<'_>>, String> {
-    let Some(kind) = decode::<ItemCompleted>(line, "item.completed")?
+fn read_item_by_type(line: &[u8]) -> Result<Option<CompletedItem<'_>>, Drift> {
+    let Some(kind) = decode::<ItemCompleted>(line, || Row::row("item.completed"))?
         .item
         .and_then(|item| item.kind)
     else {
         return Ok(None);
     };
     let text = match kind.as_ref() {
-        "agent_message" | "plan" => decode::<ItemText>(line, &kind)?.item.text,
+        "agent_message" | "plan" => decode::<ItemText>(line, || Row::row(&kind))?.item.text,
         _ => None,
     };
     Ok(Some(CompletedItem {
@@ -391,19 +374,14 @@ fn read_item_by_type(line: &[u8]) -> Result<Option<CompletedItem<'_>>, String> {
     }))
 }
 
-fn decode<'a, T: Deserialize<'a>>(line: &'a [u8], kind: &str) -> Result<T, String> {
-    serde_json::from_slice(line).map_err(|e| {
-        format!("codex stream carried a row of type {kind} that this parser could not decode (envelope drift): {e}")
-    })
-}
-
 /// A line that is not a readable row at all. It is skipped, unless it still names a row that
 /// could change the verdict: that row may have been the failure or the answer.
-fn unidentified(line: &[u8]) -> Result<(), String> {
+fn unidentified(line: &[u8]) -> Result<(), Drift> {
     match raw_type_among(line, VERDICT_ROWS) {
-        Some(kind) => Err(format!(
-            "codex stream carried a MALFORMED {kind} row (envelope drift): the verdict may be lost"
-        )),
+        Some(kind) => Err(Drift::Malformed {
+            what: format!("{kind} row"),
+            at_stake: "verdict",
+        }),
         None => Ok(()),
     }
 }
@@ -419,7 +397,7 @@ fn is_skippable_at_a_glance(line: &[u8]) -> bool {
 
 /// Every field that any read row type reads, decoded in one pass.
 #[derive(Default, Deserialize)]
-struct Row<'a> {
+struct AnyRow<'a> {
     #[serde(rename = "type", borrow)]
     kind: Option<Cow<'a, str>>,
     #[serde(borrow)]
@@ -440,13 +418,6 @@ struct CompletedItem<'a> {
     kind: Option<Cow<'a, str>>,
     #[serde(borrow)]
     text: Option<Cow<'a, str>>,
-}
-
-/// A row's type, or an item's.
-#[derive(Deserialize)]
-struct Head<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -505,7 +476,7 @@ mod tests {
     use super::*;
 
     /// The state one row leaves a fresh reader in, and what reading it returned.
-    fn effect(row: Row<'_>) -> String {
+    fn effect(row: AnyRow<'_>) -> String {
         let mut codex = Codex::default();
         let result = codex.row(row);
         format!("{result:?} {codex:?}")
@@ -547,7 +518,7 @@ mod tests {
                     }
                 }
                 for variant in &variants {
-                    let Ok(one_pass) = serde_json::from_slice::<Row<'_>>(variant) else {
+                    let Ok(one_pass) = serde_json::from_slice::<AnyRow<'_>>(variant) else {
                         continue;
                     };
                     let strict = read_by_type(variant).map(|row| row.map(effect));

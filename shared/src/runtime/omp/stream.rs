@@ -11,7 +11,8 @@
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
-use crate::runtime::pi_family::{self, AgentEnd, Flavor, PiFamily, Tokens, FAMILY_EVENTS};
+use crate::dialect::{Drift, Tokens};
+use crate::runtime::pi_family::{self, AgentEnd, Flavor, PiFamily, FAMILY_EVENTS};
 
 /// The omp dialect.
 pub type Omp = PiFamily<OmpFlavor>;
@@ -45,7 +46,7 @@ impl Flavor for OmpFlavor {
     }
 
     /// omp writes no load-bearing event type beyond the family's.
-    fn own_event(&mut self, _kind: &str, _line: &[u8]) -> Result<(), String> {
+    fn own_event(&mut self, _kind: &str, _line: &[u8]) -> Result<(), Drift> {
         Ok(())
     }
 }

@@ -17,9 +17,10 @@
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
+use crate::dialect::{Drift, Tokens};
 use crate::envelope::ErrorClass;
 use crate::parse::RunFailure;
-use crate::runtime::pi_family::{self, AgentEnd, Assistant, Flavor, PiFamily, Tokens, TypeOnly};
+use crate::runtime::pi_family::{self, AgentEnd, Assistant, Flavor, PiFamily, TypeOnly};
 
 /// The pi dialect.
 pub type Pi = PiFamily<PiFlavor>;
@@ -69,8 +70,8 @@ impl Flavor for PiFlavor {
     }
 
     /// `agent_settled` is the only type of LOAD_BEARING the family does not read itself.
-    fn own_event(&mut self, kind: &str, line: &[u8]) -> Result<(), String> {
-        if pi_family::decode::<Self, TypeOnly>(line, kind)?.is_some() {
+    fn own_event(&mut self, kind: &str, line: &[u8]) -> Result<(), Drift> {
+        if pi_family::decode_event::<TypeOnly>(line, kind)?.is_some() {
             self.settles = true;
             self.settled = true;
         }
