@@ -126,6 +126,34 @@ pub struct Head<'a> {
     pub kind: Option<Cow<'a, str>>,
 }
 
+/// A piece of typed text: a message's content part (`{"type":"text","text":...}`), or a codex
+/// item.
+#[derive(Deserialize)]
+pub struct TextPart<'a> {
+    #[serde(rename = "type", borrow)]
+    pub kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub text: Option<Cow<'a, str>>,
+}
+
+/// Usage as OpenAI-style rows spell it (codex's turns, kimi's messages); a figure left out is 0.
+#[derive(Deserialize)]
+pub struct TokenFields {
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+}
+
+impl From<TokenFields> for Tokens {
+    fn from(fields: TokenFields) -> Tokens {
+        Tokens {
+            input: fields.input_tokens,
+            output: fields.output_tokens,
+        }
+    }
+}
+
 /// Prompt and answer tokens.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Tokens {

@@ -22,16 +22,25 @@ pub struct Run {
     pub ok: bool,
     pub error: Option<RunError>,
     pub answer: Option<String>,
-    pub session_id: Option<String>,
-    pub provider: Option<String>,
-    pub family: Option<String>,
-    pub model: Option<String>,
-    pub stop_reason: Option<String>,
-    pub usage: Usage,
+    #[serde(flatten)]
+    pub facts: Facts,
     /// The process outcome folded in from `--exit-code` / `--status-file`, when one was given.
     pub process: Option<ProcessOutcome>,
     pub lines: u64,
     pub bytes: u64,
+}
+
+/// What the stream proved, whatever the verdict: printed in `run` between `answer` and
+/// `process`.
+#[derive(Debug, Default, Serialize)]
+pub struct Facts {
+    pub session_id: Option<String>,
+    pub provider: Option<String>,
+    /// The runtime family of the answering model, reported only when the run succeeds.
+    pub family: Option<String>,
+    pub model: Option<String>,
+    pub stop_reason: Option<String>,
+    pub usage: Usage,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]

@@ -18,7 +18,7 @@ use nix::fcntl::{fcntl, FcntlArg};
 use serde_json::Value;
 
 use crate::dialect::Drift;
-use crate::envelope::{Envelope, ErrorClass, Run, RunError, Usage};
+use crate::envelope::{Envelope, ErrorClass, Facts, Run, RunError};
 use crate::gitmoot_result::{self, ResultError};
 use crate::ndjson::{self, LineReader, Segment};
 use crate::outcome::{Bearing, ProcessOutcome};
@@ -61,18 +61,6 @@ pub struct Verdict {
     pub failure: Option<RunFailure>,
     /// The final answer text (on a failed run, kept for diagnosis only).
     pub answer: String,
-}
-
-/// What the stream proved, whatever the verdict.
-#[derive(Debug, Default)]
-pub struct Facts {
-    pub session_id: Option<String>,
-    pub provider: Option<String>,
-    /// The runtime family of the answering model, reported only when the run succeeds.
-    pub family: Option<String>,
-    pub model: Option<String>,
-    pub stop_reason: Option<String>,
-    pub usage: Usage,
     /// The last non-blank assistant text, kept for diagnosis of a failed run.
     pub last_text: Option<String>,
 }
@@ -257,7 +245,7 @@ fn deliver(tool: &str, mut parsed: Parsed, args: &ParseArgs) -> anyhow::Result<E
     let envelope = parsed.into_envelope(!args.text || args.require_result);
     if let (Some(path), Some(id), true) = (
         &args.session_file,
-        &envelope.run.session_id,
+        &envelope.run.facts.session_id,
         envelope.run.ok,
     ) {
         atomic_file::write(path, format!("{id}\n").as_bytes())
@@ -431,13 +419,14 @@ impl Parsed {
                 }
             }
         }
-        let facts = verdict.facts;
+        let mut facts = verdict.facts;
         let ok = verdict.failure.is_none();
+        facts.family = facts.family.filter(|_| ok);
         let (answer, error) = match verdict.failure {
             None => (Some(verdict.answer), None),
             Some(failure) => {
                 let last_text = if verdict.answer.trim().is_empty() {
-                    facts.last_text
+                    verdict.last_text
                 } else {
                     Some(verdict.answer)
                 };
@@ -456,12 +445,7 @@ impl Parsed {
                 ok,
                 error,
                 answer,
-                session_id: facts.session_id,
-                provider: facts.provider,
-                family: if ok { facts.family } else { None },
-                model: facts.model,
-                stop_reason: facts.stop_reason,
-                usage: facts.usage,
+                facts,
                 process,
                 lines,
                 bytes,

@@ -21,9 +21,9 @@ use serde::Deserialize;
 use serde_json::error::Category;
 use serde_json::Value;
 
-use crate::dialect::{Drift, Head, MessageSum, Row, Tokens};
-use crate::envelope::{ErrorClass, UsageSource};
-use crate::parse::{Dialect, Facts, RunFailure, Verdict};
+use crate::dialect::{Drift, Head, MessageSum, Row, TextPart, Tokens};
+use crate::envelope::{ErrorClass, Facts, UsageSource};
+use crate::parse::{Dialect, RunFailure, Verdict};
 use crate::sniff::{opening_type, raw_field_is, raw_type_among};
 
 /// The event types every member of the family writes and this module reads.
@@ -42,8 +42,8 @@ pub trait Flavor {
     const RUNTIME: &'static str;
     /// The flag that selects the stream, named when the stream never reached its terminal event.
     const MODE_FLAG: &'static str;
-    /// Every event type read: [`FAMILY_EVENTS`] plus the flavor's own.
-    const LOAD_BEARING: &'static [&'static str];
+    /// The event types read beyond [`FAMILY_EVENTS`].
+    const OWN_EVENTS: &'static [&'static str] = &[];
     /// The `not_terminal` message: what the CLI's `agent_end` said and what it means.
     const NOT_TERMINAL: &'static str;
 
@@ -53,8 +53,10 @@ pub trait Flavor {
     /// What an `agent_end` proves.
     fn agent_end(&mut self, end: Self::AgentEnd) -> AgentEnd;
 
-    /// Reads an event type of [`Flavor::LOAD_BEARING`] that the family does not share.
-    fn own_event(&mut self, kind: &str, line: &[u8]) -> Result<(), Drift>;
+    /// Reads an event of one of [`Flavor::OWN_EVENTS`].
+    fn own_event(&mut self, _kind: &str, _line: &[u8]) -> Result<(), Drift> {
+        Ok(())
+    }
 
     /// The runtime family of the provider that answered (see [`family_of`]).
     fn family(provider: &str) -> String {
@@ -70,6 +72,11 @@ pub trait Flavor {
     fn suspect_answer(&self, _last: &Assistant) -> Option<RunFailure> {
         None
     }
+}
+
+/// True when the flavor reads events of type `kind` (they are load-bearing).
+fn reads<F: Flavor>(kind: &str) -> bool {
+    FAMILY_EVENTS.contains(&kind) || F::OWN_EVENTS.contains(&kind)
 }
 
 /// What one `agent_end` proves, whatever the CLI calls its fields.
@@ -163,7 +170,7 @@ impl<F: Flavor> Dialect for PiFamily<F> {
             // The hot path: most lines of a long run are message_update deltas and tool
             // output. One whose type is not read, and that cannot be a malformed assistant
             // message_end, is skipped without decoding, exactly as a decode would skip it.
-            Some(kind) if !F::LOAD_BEARING.contains(&kind) => {
+            Some(kind) if !reads::<F>(kind) => {
                 if memchr::memmem::find(line, b"message_end\"").is_none() {
                     return Ok(());
                 }
@@ -199,7 +206,7 @@ impl<F: Flavor> Dialect for PiFamily<F> {
                 let end = self.flavor.agent_end(row);
                 self.agent_end(end);
             }),
-            own if F::LOAD_BEARING.contains(&own) => {
+            own if F::OWN_EVENTS.contains(&own) => {
                 self.flavor.own_event(own, line)?;
                 None
             }
@@ -209,7 +216,10 @@ impl<F: Flavor> Dialect for PiFamily<F> {
     }
 
     fn cut_line(&self, tail: &[u8]) -> Result<(), Drift> {
-        match raw_type_among(tail, F::LOAD_BEARING) {
+        // The family's types first, as one list of them all would name them.
+        let named =
+            raw_type_among(tail, FAMILY_EVENTS).or_else(|| raw_type_among(tail, F::OWN_EVENTS));
+        match named {
             Some(kind) => Err(Drift::Cut(Row::event(kind))),
             None => unidentified(tail),
         }
@@ -227,8 +237,8 @@ impl<F: Flavor> Dialect for PiFamily<F> {
                 model: last.model,
                 stop_reason: last.stop_reason,
                 usage: usage.usage(source),
-                last_text: self.last_text,
             },
+            last_text: self.last_text,
             failure,
             answer: last.text,
         }
@@ -520,7 +530,7 @@ struct MessageEnd<'a> {
 #[serde(rename_all = "camelCase")]
 struct Message<'a> {
     #[serde(borrow)]
-    content: Option<Vec<Part<'a>>>,
+    content: Option<Vec<TextPart<'a>>>,
     usage: Option<MessageUsage>,
     #[serde(borrow)]
     stop_reason: Option<Cow<'a, str>>,
@@ -532,14 +542,6 @@ struct Message<'a> {
     provider: Option<Cow<'a, str>>,
     #[serde(borrow)]
     model: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct Part<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    text: Option<Cow<'a, str>>,
 }
 
 /// The family spells usage `input`/`output`, not `input_tokens`/`output_tokens`.

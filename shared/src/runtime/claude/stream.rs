@@ -17,9 +17,9 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::dialect::{decode, Drift, MessageSum, Row, Tokens};
-use crate::envelope::{ErrorClass, Usage, UsageSource};
-use crate::parse::{Dialect, Facts, RunFailure, Verdict};
+use crate::dialect::{decode, Drift, MessageSum, Row, TextPart, Tokens};
+use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
+use crate::parse::{Dialect, RunFailure, Verdict};
 use crate::sniff::{opens_with_unread_type, raw_has_key, raw_type_among};
 
 /// The row types this parser decodes.
@@ -116,8 +116,8 @@ impl Dialect for Claude {
                 model: self.model.or(self.init_model).or(result_model),
                 stop_reason,
                 usage,
-                last_text: self.last_text,
             },
+            last_text: self.last_text,
             failure,
             answer,
         }
@@ -499,16 +499,8 @@ struct Message<'a> {
     #[serde(borrow)]
     model: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    content: Option<Vec<Part<'a>>>,
+    content: Option<Vec<TextPart<'a>>>,
     usage: Option<TokenUsage>,
-}
-
-#[derive(Deserialize)]
-struct Part<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    text: Option<Cow<'a, str>>,
 }
 
 /// Anthropic's usage: `input_tokens` counts only the uncached part of the prompt; cache reads

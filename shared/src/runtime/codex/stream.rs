@@ -16,9 +16,9 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use crate::dialect::{decode, Drift, Head, Row, Tokens};
-use crate::envelope::{ErrorClass, Usage, UsageSource};
-use crate::parse::{Dialect, Facts, RunFailure, Verdict};
+use crate::dialect::{decode, Drift, Head, Row, TextPart, TokenFields, Tokens};
+use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
+use crate::parse::{Dialect, RunFailure, Verdict};
 use crate::sniff::{opens_with_unread_type, raw_type_among};
 
 /// The row types this parser decodes.
@@ -127,8 +127,8 @@ impl Dialect for Codex {
                 model: None,
                 stop_reason: None,
                 usage,
-                last_text: self.last_text,
             },
+            last_text: self.last_text,
             failure,
             answer: self.message.or(self.plan).unwrap_or_default(),
         }
@@ -171,10 +171,7 @@ impl Codex {
         // The figure is the thread's running total (codex reports `usage.total`), so the last
         // one is the run's.
         if let Some(usage) = usage {
-            self.tokens = Some(Tokens {
-                input: usage.input_tokens,
-                output: usage.output_tokens,
-            });
+            self.tokens = Some(Tokens::from(usage));
         }
     }
 
@@ -412,13 +409,7 @@ struct AnyRow<'a> {
 }
 
 /// The `item` of an `item.completed` row: its type and, for an answer, its text.
-#[derive(Deserialize)]
-struct CompletedItem<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    text: Option<Cow<'a, str>>,
-}
+type CompletedItem<'a> = TextPart<'a>;
 
 #[derive(Deserialize)]
 struct ThreadStarted<'a> {
@@ -433,13 +424,7 @@ struct TurnCompleted {
 
 /// OpenAI's usage: `cached_input_tokens` is part of `input_tokens`, and reasoning tokens are
 /// part of `output_tokens`, so neither is added.
-#[derive(Deserialize)]
-struct TurnUsage {
-    #[serde(default)]
-    input_tokens: u64,
-    #[serde(default)]
-    output_tokens: u64,
-}
+type TurnUsage = TokenFields;
 
 #[derive(Deserialize)]
 struct TurnFailed<'a> {

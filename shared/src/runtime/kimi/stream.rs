@@ -31,9 +31,9 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use super::store::Finish;
-use crate::dialect::{decode, Drift, Row, Tokens};
-use crate::envelope::{ErrorClass, Usage, UsageSource};
-use crate::parse::{Dialect, Facts, RunFailure, Verdict};
+use crate::dialect::{decode, Drift, Row, TextPart, TokenFields, Tokens};
+use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
+use crate::parse::{Dialect, RunFailure, Verdict};
 use crate::sniff::raw_field_is;
 
 /// Rich, which prints the legacy CLI's errors, folds them at this width when stdout is not a
@@ -225,8 +225,8 @@ impl Dialect for Kimi {
                 usage: self
                     .usage
                     .map_or_else(Usage::default, |tokens| tokens.usage(UsageSource::Messages)),
-                last_text: self.last_text,
             },
+            last_text: self.last_text,
             failure,
             answer: last.text,
         }
@@ -298,14 +298,11 @@ impl Kimi {
     /// No kimi release prints usage yet; should an assistant line carry one, whether it counts
     /// that message or the run so far is undocumented, and the largest figure seen is a floor
     /// of what was billed under either reading.
-    fn note_usage(&mut self, usage: Option<LineUsage>) {
+    fn note_usage(&mut self, usage: Option<TokenFields>) {
         if let Some(usage) = usage {
             self.usage
                 .get_or_insert_with(Tokens::default)
-                .at_least(Tokens {
-                    input: usage.input_tokens,
-                    output: usage.output_tokens,
-                });
+                .at_least(usage.into());
         }
     }
 
@@ -592,7 +589,7 @@ struct AssistantLine<'a> {
     content: Option<Content<'a>>,
     #[serde(borrow)]
     tool_calls: Option<Vec<ToolCall<'a>>>,
-    usage: Option<LineUsage>,
+    usage: Option<TokenFields>,
 }
 
 /// Kimi Code and a one-part legacy message print a string; the legacy CLI prints parts
@@ -601,15 +598,7 @@ struct AssistantLine<'a> {
 #[serde(untagged)]
 enum Content<'a> {
     Text(#[serde(borrow)] Cow<'a, str>),
-    Parts(#[serde(borrow)] Vec<Part<'a>>),
-}
-
-#[derive(Deserialize)]
-struct Part<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    text: Option<Cow<'a, str>>,
+    Parts(#[serde(borrow)] Vec<TextPart<'a>>),
 }
 
 #[derive(Deserialize)]
@@ -645,14 +634,6 @@ struct ErrorEvent<'a> {
     #[serde(borrow)]
     message: Option<Cow<'a, str>>,
     retryable: Option<bool>,
-}
-
-#[derive(Deserialize)]
-struct LineUsage {
-    #[serde(default)]
-    input_tokens: u64,
-    #[serde(default)]
-    output_tokens: u64,
 }
 
 #[cfg(test)]

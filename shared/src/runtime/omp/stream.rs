@@ -11,8 +11,8 @@
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
-use crate::dialect::{Drift, Tokens};
-use crate::runtime::pi_family::{self, AgentEnd, Flavor, PiFamily, FAMILY_EVENTS};
+use crate::dialect::Tokens;
+use crate::runtime::pi_family::{self, AgentEnd, Flavor, PiFamily};
 
 /// The omp dialect.
 pub type Omp = PiFamily<OmpFlavor>;
@@ -30,7 +30,6 @@ pub fn family_of(provider: &str) -> String {
 impl Flavor for OmpFlavor {
     const RUNTIME: &'static str = "omp";
     const MODE_FLAG: &'static str = "--mode=json";
-    const LOAD_BEARING: &'static [&'static str] = FAMILY_EVENTS;
     const NOT_TERMINAL: &'static str = "omp stream ended on a non-terminal agent_end (isTerminal false): it stopped between scheduled continuations (retry, model fallback or auto-compaction)";
 
     type AgentEnd = OmpAgentEnd;
@@ -43,11 +42,6 @@ impl Flavor for OmpFlavor {
                 output: usage.output_tokens,
             }),
         }
-    }
-
-    /// omp writes no load-bearing event type beyond the family's.
-    fn own_event(&mut self, _kind: &str, _line: &[u8]) -> Result<(), Drift> {
-        Ok(())
     }
 }
 

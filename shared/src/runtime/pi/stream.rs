@@ -48,15 +48,7 @@ impl PiFlavor {
 impl Flavor for PiFlavor {
     const RUNTIME: &'static str = "pi";
     const MODE_FLAG: &'static str = "--mode json";
-    const LOAD_BEARING: &'static [&'static str] = &[
-        "session",
-        "agent_start",
-        "message_end",
-        "auto_retry_start",
-        "auto_retry_end",
-        "agent_end",
-        "agent_settled",
-    ];
+    const OWN_EVENTS: &'static [&'static str] = &["agent_settled"];
     const NOT_TERMINAL: &'static str = "pi stream ended on an agent_end with willRetry true: pi had scheduled another run (a retry, a compaction retry or a queued continuation) that never came";
 
     type AgentEnd = PiAgentEnd;
@@ -69,7 +61,6 @@ impl Flavor for PiFlavor {
         }
     }
 
-    /// `agent_settled` is the only type of LOAD_BEARING the family does not read itself.
     fn own_event(&mut self, kind: &str, line: &[u8]) -> Result<(), Drift> {
         if pi_family::decode_event::<TypeOnly>(line, kind)?.is_some() {
             self.settles = true;
