@@ -93,6 +93,120 @@ pub fn check_usage_error(bin: &str, tool: &str, status: i32) {
     );
 }
 
+/// Spawns `bin` with no arguments and stdin, stdout and stderr piped, for a test that drives
+/// the pipes itself.
+pub fn spawn_piped(bin: &str) -> std::process::Child {
+    Command::new(bin)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {bin}: {e}"))
+}
+
+/// Runs `bin --text <flags>` on golden case `name` of `dialect`, checks that it succeeded with
+/// nothing on stderr, and returns stdout: the answer alone.
+pub fn text_answer(bin: &str, dialect: &str, name: &str, flags: &[&str]) -> String {
+    let out = run(bin, &text_args(flags), &case(dialect, name));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{dialect}/{name}: {stderr}");
+    assert!(stderr.is_empty(), "{dialect}/{name}: {stderr:?}");
+    String::from_utf8(out.stdout).expect("the answer is UTF-8")
+}
+
+/// Runs `bin --text <flags>` on golden case `name` of `dialect`, checks that it failed as the
+/// adapter.sh contract says (exit 1, nothing on stdout, one line on stderr), and returns stderr.
+pub fn text_failure(bin: &str, dialect: &str, name: &str, flags: &[&str]) -> String {
+    let out = run(bin, &text_args(flags), &case(dialect, name));
+    let stderr = String::from_utf8(out.stderr).expect("stderr is UTF-8");
+    assert_eq!(out.status.code(), Some(1), "{dialect}/{name}: {stderr}");
+    assert!(out.stdout.is_empty(), "{dialect}/{name}: stdout not empty");
+    assert_eq!(stderr.lines().count(), 1, "{dialect}/{name}: {stderr:?}");
+    stderr
+}
+
+fn text_args(flags: &[&str]) -> Vec<String> {
+    std::iter::once("--text")
+        .chain(flags.iter().copied())
+        .map(str::to_string)
+        .collect()
+}
+
+/// What `--text` prints for golden case `name` of `dialect`: the expected envelope's
+/// `run.answer` and a final newline.
+pub fn golden_answer(dialect: &str, name: &str) -> String {
+    let path = testdata().join(dialect).join(format!("{name}.json"));
+    let bytes =
+        std::fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let envelope: serde_json::Value = serde_json::from_slice(&bytes).expect("a golden envelope");
+    let answer = envelope["run"]["answer"].as_str().expect("run.answer");
+    format!("{answer}\n")
+}
+
+/// Checks that `--help` exits 0 and shows `Examples:` with `example` among them, and that
+/// `--version` prints `<tool> <version>`.
+pub fn check_help_and_version(bin: &str, tool: &str, example: &str) {
+    let help = run(bin, &args(&["--help"]), b"");
+    assert_eq!(help.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("Examples:") && help.contains(example),
+        "{help}"
+    );
+    let version = run(bin, &args(&["--version"]), b"");
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout),
+        format!("{tool} {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+/// Declares the golden tests of `moot-parse-<runtime>`: every case under `testdata/<runtime>`
+/// through the built binary ([`check_goldens`]), at least `at_least` of them, and its man page
+/// ([`check_man_page`]).
+#[macro_export]
+macro_rules! parser_golden_tests {
+    ($runtime:literal, at_least = $at_least:expr) => {
+        #[test]
+        fn golden_cases() {
+            let bin = env!(concat!("CARGO_BIN_EXE_moot-parse-", $runtime));
+            let checked =
+                $crate::testkit::check_goldens(bin, concat!("moot-parse-", $runtime), $runtime);
+            assert!(
+                checked >= $at_least,
+                "only {checked} golden cases under testdata/{}",
+                $runtime
+            );
+        }
+
+        #[test]
+        fn man_page_documents_every_flag() {
+            let bin = env!(concat!("CARGO_BIN_EXE_moot-parse-", $runtime));
+            $crate::testkit::check_man_page(bin, concat!("moot-parse-", $runtime, ".1"));
+        }
+    };
+}
+
+/// Declares the two properties every dialect's streams hold: a successful real capture cut
+/// anywhere before its end never succeeds, save a cut for which `ends_a_run` holds
+/// ([`check_truncation`]), and rows of the `unknown_rows` types never change a verdict
+/// ([`check_unknown_rows`]).
+#[macro_export]
+macro_rules! dialect_invariant_tests {
+    ($runtime:literal, $new:expr, ends_a_run = $ends_a_run:expr, unknown_rows = $rows:expr) => {
+        #[test]
+        fn truncating_a_successful_capture_never_succeeds() {
+            let checked = $crate::testkit::check_truncation($runtime, $new, $ends_a_run);
+            assert!(checked > 1000, "only {checked} cuts checked");
+        }
+
+        #[test]
+        fn unknown_rows_anywhere_never_change_the_verdict() {
+            let compared = $crate::testkit::check_unknown_rows($runtime, $new, $rows);
+            assert!(compared > 300, "only {compared} streams compared");
+        }
+    };
+}
+
 /// The workspace's `testdata/` directory.
 pub fn testdata() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata")

@@ -1,54 +1,34 @@
 //! `--text`, the adapter.sh contract: the answer alone on success, nothing but one stderr line on
 //! failure.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-use moot::testkit::{case, run, testdata};
+use moot::testkit::{golden_answer, text_answer, text_failure};
 
 const BIN: &str = env!("CARGO_BIN_EXE_moot-parse-claude");
 
 #[test]
 fn text_prints_only_the_answer() {
-    let expected: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(testdata().join("claude/real-plain-json-verbose.json")).unwrap(),
-    )
-    .unwrap();
-    let answer = expected["run"]["answer"].as_str().unwrap();
-    let output = run(
-        BIN,
-        &["--text".into()],
-        &case("claude", "real-plain-json-verbose"),
-    );
-    assert_eq!(output.status.code(), Some(0));
+    let case = "real-plain-json-verbose";
     assert_eq!(
-        String::from_utf8(output.stdout).unwrap(),
-        format!("{answer}\n")
+        text_answer(BIN, "claude", case, &[]),
+        golden_answer("claude", case)
     );
-    assert!(output.stderr.is_empty());
 }
 
 #[test]
 fn text_prints_nothing_for_a_failed_run() {
-    let output = run(BIN, &["--text".into()], &case("claude", "real-length"));
-    assert_eq!(output.status.code(), Some(1));
-    assert!(output.stdout.is_empty());
-    let stderr = String::from_utf8(output.stderr).unwrap();
+    let stderr = text_failure(BIN, "claude", "real-length", &[]);
     assert!(
-        stderr.starts_with("moot-parse-claude: truncated: TRUNCATED: ")
-            && stderr.lines().count() == 1,
+        stderr.starts_with("moot-parse-claude: truncated: TRUNCATED: "),
         "{stderr:?}"
     );
 }
 
 #[test]
 fn text_does_not_require_a_gitmoot_result() {
-    let output = run(
-        BIN,
-        &["--text".into()],
-        &case("claude", "no-gitmoot-result"),
+    assert_eq!(
+        text_answer(BIN, "claude", "no-gitmoot-result", &[]),
+        "All good, nothing to change.\n"
     );
-    assert_eq!(output.status.code(), Some(0));
-    assert_eq!(output.stdout, b"All good, nothing to change.\n");
 }
 
 #[test]

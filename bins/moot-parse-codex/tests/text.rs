@@ -1,45 +1,34 @@
 //! `--text`, the adapter.sh contract: the answer alone on success, nothing but one stderr line on
 //! failure.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-use moot::testkit::{case, run, testdata};
+use moot::testkit::{golden_answer, text_answer, text_failure};
 
 const BIN: &str = env!("CARGO_BIN_EXE_moot-parse-codex");
 
 #[test]
 fn text_prints_only_the_answer() {
-    let expected: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(testdata().join("codex/real-tool.json")).unwrap())
-            .unwrap();
-    let answer = expected["run"]["answer"].as_str().unwrap();
-    let output = run(BIN, &["--text".into()], &case("codex", "real-tool"));
-    assert_eq!(output.status.code(), Some(0));
+    let case = "real-tool";
     assert_eq!(
-        String::from_utf8(output.stdout).unwrap(),
-        format!("{answer}\n")
+        text_answer(BIN, "codex", case, &[]),
+        golden_answer("codex", case)
     );
-    assert!(output.stderr.is_empty());
 }
 
 #[test]
 fn text_prints_nothing_for_a_failed_run() {
-    let output = run(BIN, &["--text".into()], &case("codex", "real-length"));
-    assert_eq!(output.status.code(), Some(1));
-    assert!(output.stdout.is_empty());
-    let stderr = String::from_utf8(output.stderr).unwrap();
+    let stderr = text_failure(BIN, "codex", "real-length", &[]);
     assert!(
-        stderr.starts_with("moot-parse-codex: truncated: TRUNCATED: ")
-            && stderr.lines().count() == 1,
+        stderr.starts_with("moot-parse-codex: truncated: TRUNCATED: "),
         "{stderr:?}"
     );
 }
 
 #[test]
 fn text_does_not_require_a_gitmoot_result() {
-    let output = run(BIN, &["--text".into()], &case("codex", "no-gitmoot-result"));
-    assert_eq!(output.status.code(), Some(0));
-    assert_eq!(output.stdout, b"All good, nothing to change.\n");
+    assert_eq!(
+        text_answer(BIN, "codex", "no-gitmoot-result", &[]),
+        "All good, nothing to change.\n"
+    );
 }
 
 #[test]
