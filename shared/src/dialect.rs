@@ -46,7 +46,7 @@ pub enum Row {
 
 impl Row {
     /// `a row of type <kind>`.
-    pub fn row(kind: &str) -> Row {
+    pub fn typed(kind: &str) -> Row {
         Row::OfType {
             noun: "a row",
             kind: kind.to_string(),

@@ -186,6 +186,50 @@ macro_rules! parser_golden_tests {
     };
 }
 
+/// Declares the `--text` tests of `moot-parse-<runtime>` (the adapter.sh contract) on its golden
+/// cases: `answer` succeeds with its golden answer alone on stdout; `truncated` fails with
+/// nothing on stdout and one `truncated` line on stderr; `no_result` (a case and its answer)
+/// succeeds without a gitmoot_result; a bad flag is one line ([`check_usage_error`]).
+#[macro_export]
+macro_rules! parser_text_tests {
+    (
+        $runtime:literal,
+        answer = $answer:literal,
+        truncated = $truncated:literal,
+        no_result = ($no_result:literal, $no_result_answer:literal)
+    ) => {
+        const BIN: &str = env!(concat!("CARGO_BIN_EXE_moot-parse-", $runtime));
+
+        #[test]
+        fn text_prints_only_the_answer() {
+            assert_eq!(
+                $crate::testkit::text_answer(BIN, $runtime, $answer, &[]),
+                $crate::testkit::golden_answer($runtime, $answer)
+            );
+        }
+
+        #[test]
+        fn text_prints_nothing_for_a_failed_run() {
+            let stderr = $crate::testkit::text_failure(BIN, $runtime, $truncated, &[]);
+            let prefix = concat!("moot-parse-", $runtime, ": truncated: TRUNCATED: ");
+            assert!(stderr.starts_with(prefix), "{stderr:?}");
+        }
+
+        #[test]
+        fn text_does_not_require_a_gitmoot_result() {
+            assert_eq!(
+                $crate::testkit::text_answer(BIN, $runtime, $no_result, &[]),
+                $no_result_answer
+            );
+        }
+
+        #[test]
+        fn a_usage_error_is_one_line() {
+            $crate::testkit::check_usage_error(BIN, concat!("moot-parse-", $runtime), 2);
+        }
+    };
+}
+
 /// Declares the two properties every dialect's streams hold: a successful real capture cut
 /// anywhere before its end never succeeds, save a cut for which `ends_a_run` holds
 /// ([`check_truncation`]), and rows of the `unknown_rows` types never change a verdict

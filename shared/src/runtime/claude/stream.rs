@@ -93,7 +93,7 @@ impl Dialect for Claude {
             Some(_) if tail.trim_ascii_start().starts_with(b"[") => {
                 Err(Drift::Cut(Row::Named("the --output-format json array")))
             }
-            Some(kind) => Err(Drift::Cut(Row::row(kind))),
+            Some(kind) => Err(Drift::Cut(Row::typed(kind))),
             None => Ok(()),
         }
     }
@@ -153,12 +153,12 @@ impl Claude {
             Err(_) => return unidentified(row),
         };
         match (head.kind.as_deref(), head.subtype.as_deref()) {
-            (Some("system"), Some("init")) => self.init(decode(row, || Row::row("system/init"))?),
+            (Some("system"), Some("init")) => self.init(decode(row, || Row::typed("system/init"))?),
             (Some("system"), Some("api_retry")) => {
-                self.retry(decode(row, || Row::row("system/api_retry"))?)
+                self.retry(decode(row, || Row::typed("system/api_retry"))?)
             }
-            (Some("assistant"), _) => self.assistant(decode(row, || Row::row("assistant"))?)?,
-            (Some("result"), _) => self.result(decode(row, || Row::row("result"))?)?,
+            (Some("assistant"), _) => self.assistant(decode(row, || Row::typed("assistant"))?)?,
+            (Some("result"), _) => self.result(decode(row, || Row::typed("result"))?)?,
             _ => {}
         }
         Ok(())

@@ -108,7 +108,7 @@ impl Dialect for Codex {
 
     fn cut_line(&self, tail: &[u8]) -> Result<(), Drift> {
         match raw_type_among(tail, VERDICT_ROWS) {
-            Some(kind) => Err(Drift::Cut(Row::row(kind))),
+            Some(kind) => Err(Drift::Cut(Row::typed(kind))),
             None => Ok(()),
         }
     }
@@ -340,7 +340,7 @@ fn read_by_type(line: &[u8]) -> Result<Option<AnyRow<'_>>, Drift> {
     };
     let mut row = AnyRow::default();
     let kind = head.kind;
-    let of_type = || Row::row(kind.as_deref().unwrap_or_default());
+    let of_type = || Row::typed(kind.as_deref().unwrap_or_default());
     match kind.as_deref() {
         Some("thread.started") => row.thread_id = decode::<ThreadStarted>(line, of_type)?.thread_id,
         Some("turn.completed") => row.usage = decode::<TurnCompleted>(line, of_type)?.usage,
@@ -355,14 +355,14 @@ fn read_by_type(line: &[u8]) -> Result<Option<AnyRow<'_>>, Drift> {
 
 /// An `item.completed` item: its type, then its text only for the types whose text is read.
 fn read_item_by_type(line: &[u8]) -> Result<Option<CompletedItem<'_>>, Drift> {
-    let Some(kind) = decode::<ItemCompleted>(line, || Row::row("item.completed"))?
+    let Some(kind) = decode::<ItemCompleted>(line, || Row::typed("item.completed"))?
         .item
         .and_then(|item| item.kind)
     else {
         return Ok(None);
     };
     let text = match kind.as_ref() {
-        "agent_message" | "plan" => decode::<ItemText>(line, || Row::row(&kind))?.item.text,
+        "agent_message" | "plan" => decode::<ItemText>(line, || Row::typed(&kind))?.item.text,
         _ => None,
     };
     Ok(Some(CompletedItem {
