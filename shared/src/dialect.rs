@@ -208,3 +208,78 @@ impl MessageSum {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each wording as the parsers' goldens print it.
+    #[test]
+    fn drift_is_worded_with_the_runtime() {
+        let error = serde_json::from_slice::<u64>(b"\"x\"").unwrap_err();
+        let cases = [
+            (
+                Drift::undecodable(Row::typed("result"), &error),
+                format!("claude stream carried a row of type result that this parser could not decode (envelope drift): {error}"),
+            ),
+            (
+                Drift::undecodable(Row::Named("an error event"), &error),
+                format!("claude stream carried an error event this parser could not decode (envelope drift): {error}"),
+            ),
+            (
+                Drift::Malformed {
+                    what: "assistant message_end".into(),
+                    at_stake: "final turn",
+                },
+                "claude stream carried a MALFORMED assistant message_end (envelope drift): the final turn may be lost".into(),
+            ),
+            (
+                Drift::Incomplete {
+                    row: "a result with no subtype".into(),
+                    why: "the parser cannot tell success from failure",
+                },
+                "claude stream carried a result with no subtype (envelope drift): the parser cannot tell success from failure".into(),
+            ),
+            (
+                Drift::Cut(Row::event("agent_end")),
+                "the stream ended in the middle of an event of type agent_end (the CLI died mid-write)".into(),
+            ),
+            (
+                Drift::CutText("Error code".into()),
+                "the stream ended in the middle of a line of claude's own text (the CLI died mid-write): Error code".into(),
+            ),
+            (
+                Drift::InArray {
+                    index: 2,
+                    drift: Box::new(Drift::Cut(Row::Named("the array"))),
+                },
+                "array element 2: the stream ended in the middle of the array (the CLI died mid-write)".into(),
+            ),
+        ];
+        for (drift, wording) in cases {
+            assert_eq!(drift.describe("claude"), wording);
+        }
+    }
+
+    #[test]
+    fn sums_saturate_and_remember_whether_anything_was_counted() {
+        let mut sum = MessageSum::default();
+        assert_eq!(sum.usage().source, UsageSource::None);
+        sum.add(Tokens {
+            input: u64::MAX,
+            output: 1,
+        });
+        sum.add(Tokens {
+            input: 1,
+            output: 2,
+        });
+        assert_eq!(
+            sum.tokens,
+            Tokens {
+                input: u64::MAX,
+                output: 3
+            }
+        );
+        assert_eq!(sum.usage().source, UsageSource::Messages);
+    }
+}

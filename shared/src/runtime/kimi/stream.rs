@@ -655,6 +655,24 @@ mod tests {
     }
 
     #[test]
+    fn stderr_lines_give_the_session_and_the_error_until_stderr_is_lost() {
+        let mut kimi = Kimi::default();
+        kimi.stderr_line(b"\x1b[31merror: failed to run prompt\x1b[39m");
+        kimi.stderr_line(b"  provider.api_error: 401");
+        kimi.stderr_line(b"See log: /tmp/kimi.log");
+        kimi.stderr_line(b"To resume this session: kimi -r session_1");
+        assert_eq!(kimi.session_id(), Some("session_1"));
+        let error = kimi.stderr.error.as_ref().map(BoundedText::message);
+        assert_eq!(
+            error.as_deref(),
+            Some("error: failed to run prompt\n  provider.api_error: 401")
+        );
+        kimi.stderr_lost("cannot read --stderr-file err.txt: gone".into());
+        assert_eq!(kimi.session_id(), None);
+        assert!(kimi.stderr.error.is_none());
+    }
+
+    #[test]
     fn plain_text_is_unfolded_at_the_fold_width() {
         let mut plain = PlainText::default();
         let first = "a".repeat(FOLD_WIDTH);
