@@ -111,6 +111,18 @@ impl Drift {
     }
 }
 
+/// Judges a line that is no readable row at all, given the verdict row its raw bytes still name
+/// (if any): it is skipped, unless it names one, which may have been the failure or the answer.
+pub fn unreadable_row(names: Option<&str>) -> Result<(), Drift> {
+    match names {
+        Some(kind) => Err(Drift::Malformed {
+            what: format!("{kind} row"),
+            at_stake: "verdict",
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Decodes a row the dialect reads; one that does not decode is [`Drift::Undecodable`].
 pub fn decode<'a, T: Deserialize<'a>>(
     line: &'a [u8],

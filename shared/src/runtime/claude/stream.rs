@@ -17,7 +17,7 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::dialect::{decode, Drift, MessageSum, Row, TextPart, Tokens};
+use crate::dialect::{decode, unreadable_row, Drift, MessageSum, Row, TextPart, Tokens};
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
 use crate::parse::{Dialect, RunFailure, Verdict};
 use crate::sniff::{opens_with_unread_type, raw_has_key, raw_type_among};
@@ -428,16 +428,9 @@ fn scalar(value: &Value) -> Option<String> {
     }
 }
 
-/// A line that is not a readable row at all. It is skipped, unless it still names a row that
-/// could change the verdict: that row may have been the failure or the result.
+/// A line that is not a readable row at all ([`unreadable_row`]).
 fn unidentified(line: &[u8]) -> Result<(), Drift> {
-    match names_verdict_row(line) {
-        Some(kind) => Err(Drift::Malformed {
-            what: format!("{kind} row"),
-            at_stake: "verdict",
-        }),
-        None => Ok(()),
-    }
+    unreadable_row(names_verdict_row(line))
 }
 
 /// The hot path: with `--include-partial-messages` most lines are `stream_event` deltas, and

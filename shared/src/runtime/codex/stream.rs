@@ -16,7 +16,7 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use crate::dialect::{decode, Drift, Head, Row, TextPart, TokenFields, Tokens};
+use crate::dialect::{decode, unreadable_row, Drift, Head, Row, TextPart, TokenFields, Tokens};
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
 use crate::parse::{Dialect, RunFailure, Verdict};
 use crate::sniff::{opens_with_unread_type, raw_type_among};
@@ -371,16 +371,9 @@ fn read_item_by_type(line: &[u8]) -> Result<Option<CompletedItem<'_>>, Drift> {
     }))
 }
 
-/// A line that is not a readable row at all. It is skipped, unless it still names a row that
-/// could change the verdict: that row may have been the failure or the answer.
+/// A line that is not a readable row at all ([`unreadable_row`]).
 fn unidentified(line: &[u8]) -> Result<(), Drift> {
-    match raw_type_among(line, VERDICT_ROWS) {
-        Some(kind) => Err(Drift::Malformed {
-            what: format!("{kind} row"),
-            at_stake: "verdict",
-        }),
-        None => Ok(()),
-    }
+    unreadable_row(raw_type_among(line, VERDICT_ROWS))
 }
 
 /// The hot path: `item.started` and `item.updated` rows (command output) are skipped exactly as
