@@ -134,7 +134,7 @@ impl Kimi {
     }
 
     /// The CLI's stderr could not be read, for the reason `why`: what was read of it is
-    /// dropped, and the run fails as `process`.
+    /// dropped, and the run fails as `process` unless the stream proves a failure of its own.
     pub fn stderr_lost(&mut self, why: String) {
         self.stderr = Stderr::default();
         self.stderr_lost = Some(why);
