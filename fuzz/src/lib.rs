@@ -16,7 +16,7 @@ use clap::{Args, FromArgMatches};
 
 use moot::envelope::Envelope;
 use moot::gitmoot_result::{self, ResultError};
-use moot::ndjson::{self, Item, LineReader};
+use moot::ndjson::{self, LineReader, Segment};
 use moot::outcome::ProcessOutcome;
 use moot::parse::{self, Dialect, ParseArgs};
 use moot::model::Host;
@@ -145,10 +145,10 @@ pub fn check_lines(data: &[u8]) {
         at = 3;
     }
     let mut items = 0u64;
-    while let Some(item) = reader.next_item().expect("reading from memory cannot fail") {
+    while let Some(item) = reader.next_segment().expect("reading from memory cannot fail") {
         items += 1;
         match item {
-            Item::Line(line) => {
+            Segment::Line(line) => {
                 assert!(
                     line.len() <= ceiling,
                     "a line of {} > {ceiling}",
@@ -159,7 +159,7 @@ pub fn check_lines(data: &[u8]) {
                 assert_eq!(input.get(at), Some(&b'\n'), "a line not ended by \\n");
                 at += 1;
             }
-            Item::TooLong { len } => {
+            Segment::TooLong { len } => {
                 let len = usize::try_from(len).expect("fits");
                 assert!(len > ceiling, "a too-long line of {len} <= {ceiling}");
                 let body = input
@@ -172,7 +172,7 @@ pub fn check_lines(data: &[u8]) {
                     at += 1;
                 }
             }
-            Item::Tail(tail) => {
+            Segment::Tail(tail) => {
                 assert!(
                     tail.len() <= ceiling,
                     "a tail of {} > {ceiling}",

@@ -22,16 +22,25 @@ pub struct Run {
     pub ok: bool,
     pub error: Option<RunError>,
     pub answer: Option<String>,
-    pub session_id: Option<String>,
-    pub provider: Option<String>,
-    pub family: Option<String>,
-    pub model: Option<String>,
-    pub stop_reason: Option<String>,
-    pub usage: Usage,
+    #[serde(flatten)]
+    pub facts: Facts,
     /// The process outcome folded in from `--exit-code` / `--status-file`, when one was given.
     pub process: Option<ProcessOutcome>,
     pub lines: u64,
     pub bytes: u64,
+}
+
+/// What the stream proved, whatever the verdict: printed in `run` between `answer` and
+/// `process`.
+#[derive(Debug, Default, Serialize)]
+pub struct Facts {
+    pub session_id: Option<String>,
+    pub provider: Option<String>,
+    /// The runtime family of the answering model, reported only when the run succeeds.
+    pub family: Option<String>,
+    pub model: Option<String>,
+    pub stop_reason: Option<String>,
+    pub usage: Usage,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -42,51 +51,54 @@ pub struct RunError {
     pub last_text: Option<String>,
 }
 
-/// Why a run failed. Scripts branch on these names; they are part of the interface.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorClass {
-    /// The final answer was cut off (tool loop stopped, output cap, no text after a tool call).
-    Truncated,
-    /// The model turn failed (an error or aborted stop, a provider error event).
-    ModelError,
-    /// The runtime gave up retrying a provider failure.
-    RetryExhausted,
-    /// The stream ended while a retry was still pending.
-    RetryOpen,
-    /// The stream never reached its terminal event.
-    NoAgentEnd,
-    /// The stream ended on a terminal event that says more was scheduled.
-    NotTerminal,
-    /// The final answer carried no text.
-    EmptyAnswer,
-    /// A row the parser had to read could not be read, or a stream limit was exceeded.
-    MalformedStream,
-    /// The answer carries no `gitmoot_result` object.
-    NoResult,
-    /// The answer carries a `gitmoot_result` object that does not validate.
-    InvalidResult,
-    /// The process outcome (deadline, signal, exit status) failed the run.
-    Process,
+/// Declares [`ErrorClass`] from one list of variants and wire names, so the enum, its names
+/// ([`ErrorClass::name`]) and the list of every class ([`ErrorClass::ALL`], which the help text
+/// and the tests print and check) can never disagree.
+macro_rules! error_classes {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal,)*) => {
+        /// Why a run failed. Scripts branch on these names; they are part of the interface.
+        #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+        pub enum ErrorClass {
+            $($(#[$doc])* #[serde(rename = $name)] $variant,)*
+        }
+
+        impl ErrorClass {
+            /// Every class, in the order the help text lists them.
+            pub const ALL: &'static [ErrorClass] = &[$(ErrorClass::$variant),*];
+
+            /// The wire name, as printed in `run.error.class`.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(ErrorClass::$variant => $name,)*
+                }
+            }
+        }
+    };
 }
 
-impl ErrorClass {
-    /// The wire name, as printed in `run.error.class`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ErrorClass::Truncated => "truncated",
-            ErrorClass::ModelError => "model_error",
-            ErrorClass::RetryExhausted => "retry_exhausted",
-            ErrorClass::RetryOpen => "retry_open",
-            ErrorClass::NoAgentEnd => "no_agent_end",
-            ErrorClass::NotTerminal => "not_terminal",
-            ErrorClass::EmptyAnswer => "empty_answer",
-            ErrorClass::MalformedStream => "malformed_stream",
-            ErrorClass::NoResult => "no_result",
-            ErrorClass::InvalidResult => "invalid_result",
-            ErrorClass::Process => "process",
-        }
-    }
+error_classes! {
+    /// The final answer was cut off (tool loop stopped, output cap, no text after a tool call).
+    Truncated => "truncated",
+    /// The model turn failed (an error or aborted stop, a provider error event).
+    ModelError => "model_error",
+    /// The runtime gave up retrying a provider failure.
+    RetryExhausted => "retry_exhausted",
+    /// The stream ended while a retry was still pending.
+    RetryOpen => "retry_open",
+    /// The stream never reached its terminal event.
+    NoAgentEnd => "no_agent_end",
+    /// The stream ended on a terminal event that says more was scheduled.
+    NotTerminal => "not_terminal",
+    /// The final answer carried no text.
+    EmptyAnswer => "empty_answer",
+    /// A row the parser had to read could not be read, or a stream limit was exceeded.
+    MalformedStream => "malformed_stream",
+    /// The answer carries no `gitmoot_result` object.
+    NoResult => "no_result",
+    /// The answer carries a `gitmoot_result` object that does not validate.
+    InvalidResult => "invalid_result",
+    /// The process outcome (deadline, signal, exit status) failed the run.
+    Process => "process",
 }
 
 /// Token usage. Always reported, on failures too, as a floor of what was billed.
@@ -111,4 +123,17 @@ pub enum UsageSource {
     Telemetry,
     /// The runtime's final result or turn event.
     Result,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_the_serialised_names() {
+        for class in ErrorClass::ALL {
+            let wire = serde_json::to_value(class).unwrap_or_default();
+            assert_eq!(wire.as_str(), Some(class.name()));
+        }
+    }
 }

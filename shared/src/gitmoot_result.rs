@@ -7,6 +7,12 @@
 //! gitmoot (Go's encoding/json), a lone surrogate escape in a candidate reads as U+FFFD. Code
 //! fences are not special: a fenced object is found like any other.
 
+// The contract is checked by walking `serde_json::Value` rather than by a derived struct with
+// `deny_unknown_fields`: serde would word its errors itself ("unknown field `x`, expected one of
+// ..."), stop at the first bad field in document order rather than in the contract's order, and
+// rebuild `findings` and the optional keys from typed fields instead of passing the model's JSON
+// through; the messages are part of the output (`invalid_result`) and must not change.
+
 use serde_json::{Map, Value};
 
 use crate::surrogate;
@@ -14,7 +20,8 @@ use crate::surrogate;
 const KEY: &str = "gitmoot_result";
 const QUOTED_KEY: &str = "\"gitmoot_result\"";
 
-const DECISIONS: &[&str] = &[
+/// The decisions a result may carry.
+pub const DECISIONS: &[&str] = &[
     "approved",
     "changes_requested",
     "blocked",

@@ -5,6 +5,7 @@
 
 pub mod atomic_file;
 pub mod cleanup;
+pub mod dialect;
 pub mod env_preset;
 pub mod envelope;
 pub mod exec;

@@ -5,7 +5,7 @@
 //! the line ceiling, and is given back after a line over 8 MiB, so peak memory is one chunk plus
 //! the larger of 8 MiB and the longest line; a line arriving in many reads is searched for its
 //! newline once per byte, not once per read. A line over the ceiling is not buffered: its bytes are counted and discarded, and
-//! the reader reports it as [`Item::TooLong`] and carries on, because the stream must be drained
+//! the reader reports it as [`Segment::TooLong`] and carries on, because the stream must be drained
 //! to EOF whatever it holds (the writer upstream must never block on a full pipe).
 
 use std::io::{self, Read};
@@ -24,9 +24,9 @@ const CHUNK: usize = 256 * 1024;
 /// agent_end), and regrowing for each of them would copy them again and again.
 const KEEP_BUFFER: usize = 8 * 1024 * 1024;
 
-/// One unit the reader yields.
+/// One piece of the stream the reader yields: a line, or what stands in for one.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Item<'a> {
+pub enum Segment<'a> {
     /// A complete line, without its `\n` (and without a trailing `\r`).
     Line(&'a [u8]),
     /// A line longer than the ceiling; `len` counts its bytes, which were discarded.
@@ -36,7 +36,7 @@ pub enum Item<'a> {
     Tail(&'a [u8]),
 }
 
-/// Reads `Item`s from a byte source. A lending reader: each item borrows the internal buffer.
+/// Reads [`Segment`]s from a byte source. A lending reader: each segment borrows the internal buffer.
 pub struct LineReader<R> {
     source: R,
     buf: Vec<u8>,
@@ -80,8 +80,8 @@ impl<R: Read> LineReader<R> {
         self.lines
     }
 
-    /// The next item, or `None` at end of stream. Interrupted reads are retried.
-    pub fn next_item(&mut self) -> io::Result<Option<Item<'_>>> {
+    /// The next segment, or `None` at end of stream. Interrupted reads are retried.
+    pub fn next_segment(&mut self) -> io::Result<Option<Segment<'_>>> {
         loop {
             let unscanned = self.start + self.scanned;
             if let Some(found) = memchr::memchr(b'\n', &self.buf[unscanned..self.end]) {
@@ -92,9 +92,11 @@ impl<R: Read> LineReader<R> {
                 self.start = line_end + 1;
                 self.lines += 1;
                 if pos > self.max_line {
-                    return Ok(Some(Item::TooLong { len: pos as u64 }));
+                    return Ok(Some(Segment::TooLong { len: pos as u64 }));
                 }
-                return Ok(Some(Item::Line(strip_cr(&self.buf[line_start..line_end]))));
+                return Ok(Some(Segment::Line(strip_cr(
+                    &self.buf[line_start..line_end],
+                ))));
             }
             let pending = self.end - self.start;
             // A line arriving in many reads is searched for its newline only once per byte.
@@ -105,7 +107,7 @@ impl<R: Read> LineReader<R> {
                 self.scanned = 0;
                 let len = self.discard_rest_of_line()?;
                 self.lines += 1;
-                return Ok(Some(Item::TooLong { len }));
+                return Ok(Some(Segment::TooLong { len }));
             }
             if self.eof {
                 if pending == 0 {
@@ -115,7 +117,9 @@ impl<R: Read> LineReader<R> {
                 self.start = self.end;
                 self.scanned = 0;
                 self.lines += 1;
-                return Ok(Some(Item::Tail(strip_cr(&self.buf[tail_start..self.end]))));
+                return Ok(Some(Segment::Tail(strip_cr(
+                    &self.buf[tail_start..self.end],
+                ))));
             }
             self.fill()?;
         }
@@ -203,11 +207,11 @@ mod tests {
     fn collect(input: &[u8], max: usize) -> Vec<String> {
         let mut reader = LineReader::new(input, max);
         let mut out = Vec::new();
-        while let Some(item) = reader.next_item().unwrap() {
-            out.push(match item {
-                Item::Line(l) => format!("L:{}", String::from_utf8_lossy(l)),
-                Item::TooLong { len } => format!("TOOLONG:{len}"),
-                Item::Tail(t) => format!("T:{}", String::from_utf8_lossy(t)),
+        while let Some(segment) = reader.next_segment().unwrap() {
+            out.push(match segment {
+                Segment::Line(l) => format!("L:{}", String::from_utf8_lossy(l)),
+                Segment::TooLong { len } => format!("TOOLONG:{len}"),
+                Segment::Tail(t) => format!("T:{}", String::from_utf8_lossy(t)),
             });
         }
         out
@@ -266,8 +270,8 @@ mod tests {
     fn collect_trickled(input: &[u8], max: usize) -> Vec<String> {
         let mut reader = LineReader::new(Trickle(input), max);
         let mut out = Vec::new();
-        while let Some(item) = reader.next_item().unwrap() {
-            out.push(format!("{item:?}"));
+        while let Some(segment) = reader.next_segment().unwrap() {
+            out.push(format!("{segment:?}"));
         }
         assert_eq!(reader.bytes(), input.len() as u64);
         out
@@ -313,7 +317,7 @@ mod tests {
     #[test]
     fn counts_bytes_and_lines() {
         let mut reader = LineReader::new(&b"a\nbb\nccc"[..], 100);
-        while reader.next_item().unwrap().is_some() {}
+        while reader.next_segment().unwrap().is_some() {}
         assert_eq!((reader.bytes(), reader.lines()), (8, 3));
     }
 }

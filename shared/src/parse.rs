@@ -17,9 +17,10 @@ use clap::Args;
 use nix::fcntl::{fcntl, FcntlArg};
 use serde_json::Value;
 
-use crate::envelope::{Envelope, ErrorClass, Run, RunError, Usage};
+use crate::dialect::Drift;
+use crate::envelope::{Envelope, ErrorClass, Facts, Run, RunError};
 use crate::gitmoot_result::{self, ResultError};
-use crate::ndjson::{self, Item, LineReader};
+use crate::ndjson::{self, LineReader, Segment};
 use crate::outcome::{Bearing, ProcessOutcome};
 use crate::report::{self, one_line};
 use crate::{atomic_file, cleanup, surrogate};
@@ -40,13 +41,13 @@ pub trait Dialect {
     /// Reads one complete, non-blank line. `Err` names a row the dialect had to read and could
     /// not (envelope drift); the run then fails as `malformed_stream`, but reading goes on so
     /// that usage and the session id are still collected.
-    fn line(&mut self, line: &[u8]) -> Result<(), String>;
+    fn line(&mut self, line: &[u8]) -> Result<(), Drift>;
 
     /// Judges the bytes after the last newline of a stream that ended without one: a row whose
     /// writer was cut off, even when the bytes happen to parse (the CLIs end every row with a
     /// newline, and a stream cut just before it must not pass for a whole one). `Err` when they
     /// identify a row the dialect reads, `Ok` when they identify nothing.
-    fn cut_line(&self, tail: &[u8]) -> Result<(), String>;
+    fn cut_line(&self, tail: &[u8]) -> Result<(), Drift>;
 
     /// The verdict the stream proves, once it has ended.
     fn finish(self) -> Verdict;
@@ -56,34 +57,24 @@ pub trait Dialect {
 #[derive(Debug, Default)]
 pub struct Verdict {
     pub facts: Facts,
-    /// The answer, or why there is none.
-    pub outcome: Option<Failure>,
+    /// Why the run failed; `None` when `answer` is the run's finished answer.
+    pub failure: Option<RunFailure>,
+    /// The final answer text (on a failed run, kept for diagnosis only).
     pub answer: String,
-}
-
-/// What the stream proved, whatever the verdict.
-#[derive(Debug, Default)]
-pub struct Facts {
-    pub session_id: Option<String>,
-    pub provider: Option<String>,
-    /// The runtime family of the answering model, reported only when the run succeeds.
-    pub family: Option<String>,
-    pub model: Option<String>,
-    pub stop_reason: Option<String>,
-    pub usage: Usage,
     /// The last non-blank assistant text, kept for diagnosis of a failed run.
     pub last_text: Option<String>,
 }
 
+/// Why a run failed: what becomes the envelope's `run.error` (with the last text added).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
+pub struct RunFailure {
     pub class: ErrorClass,
     pub message: String,
 }
 
-impl Failure {
+impl RunFailure {
     pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
-        Failure {
+        RunFailure {
             class,
             message: message.into(),
         }
@@ -143,14 +134,40 @@ Output: {{\"gitmoot_result\": {{...}}|null, \"run\": {{runtime, ok, error: {{cla
 answer (null unless ok), session_id, provider, family, model, stop_reason,
 usage: {{input_tokens, output_tokens, cost_usd, source}}, process, lines, bytes}}}}
 
-Error classes (run.error.class): truncated, model_error, retry_exhausted, retry_open,
-no_agent_end, not_terminal, empty_answer, malformed_stream, no_result, invalid_result, process.
+{classes}
 
 Exit status: 0 the run succeeded; 1 the run or its result failed (the envelope says why);
 2 usage or I/O error.
 
-{examples}"
+{examples}",
+        classes = error_classes_help()
     )
+}
+
+/// Help lines are wrapped at this width.
+const HELP_WIDTH: usize = 96;
+
+/// `Error classes (run.error.class): truncated, ...`, every [`ErrorClass`], wrapped.
+fn error_classes_help() -> String {
+    let names: Vec<&str> = ErrorClass::ALL.iter().map(|class| class.name()).collect();
+    let mut text = String::new();
+    let mut line = String::from("Error classes (run.error.class):");
+    for (i, name) in names.iter().enumerate() {
+        let word = if i + 1 == names.len() {
+            format!("{name}.")
+        } else {
+            format!("{name},")
+        };
+        if line.len() + 1 + word.len() > HELP_WIDTH {
+            text.push_str(&line);
+            text.push('\n');
+            line = word;
+        } else {
+            line.push(' ');
+            line.push_str(&word);
+        }
+    }
+    text + &line
 }
 
 /// The pipe buffer a parser asks for on its stdin: the unprivileged maximum of a stock kernel
@@ -175,9 +192,21 @@ pub fn run_parser<D: Dialect>(
     dialect: D,
     args: &ParseArgs,
 ) -> anyhow::Result<ExitCode> {
+    run_parser_with(tool, dialect, args, |_| {})
+}
+
+/// [`run_parser`], handing the dialect to `at_end` once stdin has ended and before it gives its
+/// verdict: the moment to read what the CLI left beside its stream (kimi's stderr and session
+/// store), so that the dialect itself stays a pure state machine that opens no file.
+pub fn run_parser_with<D: Dialect>(
+    tool: &str,
+    dialect: D,
+    args: &ParseArgs,
+    at_end: impl FnOnce(&mut D),
+) -> anyhow::Result<ExitCode> {
     let stdin = io::stdin().lock();
     widen_pipe(&stdin);
-    let parsed = parse(dialect, stdin, args)?;
+    let parsed = parse_with(dialect, stdin, args, at_end)?;
     // Only now, with stdin ended, is the writer done with the directories (an error reading
     // stdin leaves them to the caller). They go however the verdict is delivered.
     let delivered = deliver(tool, parsed, args);
@@ -216,7 +245,7 @@ fn deliver(tool: &str, mut parsed: Parsed, args: &ParseArgs) -> anyhow::Result<E
     let envelope = parsed.into_envelope(!args.text || args.require_result);
     if let (Some(path), Some(id), true) = (
         &args.session_file,
-        &envelope.run.session_id,
+        &envelope.run.facts.session_id,
         envelope.run.ok,
     ) {
         atomic_file::write(path, format!("{id}\n").as_bytes())
@@ -274,28 +303,43 @@ pub struct Parsed {
 }
 
 /// Reads the whole stream (to EOF, whatever it holds) through one dialect.
-pub fn parse<D: Dialect>(mut dialect: D, input: impl Read, args: &ParseArgs) -> io::Result<Parsed> {
+pub fn parse<D: Dialect>(dialect: D, input: impl Read, args: &ParseArgs) -> io::Result<Parsed> {
+    parse_with(dialect, input, args, |_| {})
+}
+
+/// [`parse`], handing the dialect to `at_end` between the end of the stream and its verdict
+/// (see [`run_parser_with`]).
+pub fn parse_with<D: Dialect>(
+    mut dialect: D,
+    input: impl Read,
+    args: &ParseArgs,
+    at_end: impl FnOnce(&mut D),
+) -> io::Result<Parsed> {
     let mut reader = LineReader::new(input, args.max_line_bytes);
     let mut drift: Option<String> = None;
     let mut events = 0u64;
     let mut line_no = 0u64;
-    while let Some(item) = reader.next_item()? {
+    while let Some(segment) = reader.next_segment()? {
         line_no += 1;
-        let finding = match item {
-            Item::Line(line) | Item::Tail(line) if ndjson::is_blank(line) => continue,
+        let finding = match segment {
+            Segment::Line(line) | Segment::Tail(line) if ndjson::is_blank(line) => continue,
             _ if events >= args.max_events => Err(format!(
                 "the stream has more than {} events (--max-events)",
                 args.max_events
             )),
-            Item::Line(line) => {
+            Segment::Line(line) => {
                 events += 1;
-                dialect.line(&surrogate::replace_lone(line))
+                dialect
+                    .line(&surrogate::replace_lone(line))
+                    .map_err(|drift| drift.describe(D::RUNTIME))
             }
-            Item::Tail(tail) => {
+            Segment::Tail(tail) => {
                 events += 1;
-                dialect.cut_line(&surrogate::replace_lone(tail))
+                dialect
+                    .cut_line(&surrogate::replace_lone(tail))
+                    .map_err(|drift| drift.describe(D::RUNTIME))
             }
-            Item::TooLong { len } => Err(format!(
+            Segment::TooLong { len } => Err(format!(
                 "the line is {len} bytes, over the ceiling of {} bytes (--max-line-bytes)",
                 args.max_line_bytes
             )),
@@ -304,9 +348,10 @@ pub fn parse<D: Dialect>(mut dialect: D, input: impl Read, args: &ParseArgs) -> 
             drift.get_or_insert_with(|| format!("line {line_no}: {message}"));
         }
     }
+    at_end(&mut dialect);
     let mut verdict = dialect.finish();
     if let Some(message) = drift {
-        verdict.outcome = Some(Failure::new(ErrorClass::MalformedStream, message));
+        verdict.failure = Some(RunFailure::new(ErrorClass::MalformedStream, message));
     }
     Ok(Parsed {
         runtime: D::RUNTIME,
@@ -329,18 +374,18 @@ impl Parsed {
 
     /// Folds in a bearing alone (an unreadable status file is a `Killed` one).
     pub fn fold_bearing(&mut self, bearing: Bearing) {
-        let prior = self.verdict.outcome.take();
-        self.verdict.outcome = match (bearing, prior) {
+        let prior = self.verdict.failure.take();
+        self.verdict.failure = match (bearing, prior) {
             (Bearing::Clean, prior) => prior,
             (Bearing::Failed(why), Some(mut failure)) => {
                 failure.message = format!("{} ({why})", failure.message);
                 Some(failure)
             }
-            (Bearing::Failed(why) | Bearing::Killed(why), None) => Some(Failure::new(
+            (Bearing::Failed(why) | Bearing::Killed(why), None) => Some(RunFailure::new(
                 ErrorClass::Process,
                 format!("{why}, although the stream looked complete"),
             )),
-            (Bearing::Killed(why), Some(failure)) => Some(Failure::new(
+            (Bearing::Killed(why), Some(failure)) => Some(RunFailure::new(
                 ErrorClass::Process,
                 format!("{why}; the stream: {}", failure.message),
             )),
@@ -357,30 +402,31 @@ impl Parsed {
             bytes,
         } = self;
         let mut gitmoot_result: Option<Value> = None;
-        if require_result && verdict.outcome.is_none() {
+        if require_result && verdict.failure.is_none() {
             match gitmoot_result::extract(&verdict.answer) {
                 Ok(result) => gitmoot_result = Some(result),
                 Err(ResultError::Missing) => {
-                    verdict.outcome = Some(Failure::new(
+                    verdict.failure = Some(RunFailure::new(
                         ErrorClass::NoResult,
                         "the answer carries no gitmoot_result object",
                     ))
                 }
                 Err(ResultError::Invalid(why)) => {
-                    verdict.outcome = Some(Failure::new(
+                    verdict.failure = Some(RunFailure::new(
                         ErrorClass::InvalidResult,
                         format!("the answer's gitmoot_result is invalid: {why}"),
                     ))
                 }
             }
         }
-        let facts = verdict.facts;
-        let ok = verdict.outcome.is_none();
-        let (answer, error) = match verdict.outcome {
+        let mut facts = verdict.facts;
+        let ok = verdict.failure.is_none();
+        facts.family = facts.family.filter(|_| ok);
+        let (answer, error) = match verdict.failure {
             None => (Some(verdict.answer), None),
             Some(failure) => {
                 let last_text = if verdict.answer.trim().is_empty() {
-                    facts.last_text
+                    verdict.last_text
                 } else {
                     Some(verdict.answer)
                 };
@@ -399,12 +445,7 @@ impl Parsed {
                 ok,
                 error,
                 answer,
-                session_id: facts.session_id,
-                provider: facts.provider,
-                family: if ok { facts.family } else { None },
-                model: facts.model,
-                stop_reason: facts.stop_reason,
-                usage: facts.usage,
+                facts,
                 process,
                 lines,
                 bytes,

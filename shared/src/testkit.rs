@@ -93,6 +93,164 @@ pub fn check_usage_error(bin: &str, tool: &str, status: i32) {
     );
 }
 
+/// Spawns `bin` with no arguments and stdin, stdout and stderr piped, for a test that drives
+/// the pipes itself.
+pub fn spawn_piped(bin: &str) -> std::process::Child {
+    Command::new(bin)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {bin}: {e}"))
+}
+
+/// Runs `bin --text <flags>` on golden case `name` of `dialect`, checks that it succeeded with
+/// nothing on stderr, and returns stdout: the answer alone.
+pub fn text_answer(bin: &str, dialect: &str, name: &str, flags: &[&str]) -> String {
+    let out = run(bin, &text_args(flags), &case(dialect, name));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{dialect}/{name}: {stderr}");
+    assert!(stderr.is_empty(), "{dialect}/{name}: {stderr:?}");
+    String::from_utf8(out.stdout).expect("the answer is UTF-8")
+}
+
+/// Runs `bin --text <flags>` on golden case `name` of `dialect`, checks that it failed as the
+/// adapter.sh contract says (exit 1, nothing on stdout, one line on stderr), and returns stderr.
+pub fn text_failure(bin: &str, dialect: &str, name: &str, flags: &[&str]) -> String {
+    let out = run(bin, &text_args(flags), &case(dialect, name));
+    let stderr = String::from_utf8(out.stderr).expect("stderr is UTF-8");
+    assert_eq!(out.status.code(), Some(1), "{dialect}/{name}: {stderr}");
+    assert!(out.stdout.is_empty(), "{dialect}/{name}: stdout not empty");
+    assert_eq!(stderr.lines().count(), 1, "{dialect}/{name}: {stderr:?}");
+    stderr
+}
+
+fn text_args(flags: &[&str]) -> Vec<String> {
+    std::iter::once("--text")
+        .chain(flags.iter().copied())
+        .map(str::to_string)
+        .collect()
+}
+
+/// What `--text` prints for golden case `name` of `dialect`: the expected envelope's
+/// `run.answer` and a final newline.
+pub fn golden_answer(dialect: &str, name: &str) -> String {
+    let path = testdata().join(dialect).join(format!("{name}.json"));
+    let bytes =
+        std::fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let envelope: serde_json::Value = serde_json::from_slice(&bytes).expect("a golden envelope");
+    let answer = envelope["run"]["answer"].as_str().expect("run.answer");
+    format!("{answer}\n")
+}
+
+/// Checks that `--help` exits 0 and shows `Examples:` with `example` among them, and that
+/// `--version` prints `<tool> <version>`.
+pub fn check_help_and_version(bin: &str, tool: &str, example: &str) {
+    let help = run(bin, &args(&["--help"]), b"");
+    assert_eq!(help.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("Examples:") && help.contains(example),
+        "{help}"
+    );
+    let version = run(bin, &args(&["--version"]), b"");
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout),
+        format!("{tool} {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+/// Declares the golden tests of `moot-parse-<runtime>`: every case under `testdata/<runtime>`
+/// through the built binary ([`check_goldens`]), at least `at_least` of them, and its man page
+/// ([`check_man_page`]).
+#[macro_export]
+macro_rules! parser_golden_tests {
+    ($runtime:literal, at_least = $at_least:expr) => {
+        #[test]
+        fn golden_cases() {
+            let bin = env!(concat!("CARGO_BIN_EXE_moot-parse-", $runtime));
+            let checked =
+                $crate::testkit::check_goldens(bin, concat!("moot-parse-", $runtime), $runtime);
+            assert!(
+                checked >= $at_least,
+                "only {checked} golden cases under testdata/{}",
+                $runtime
+            );
+        }
+
+        #[test]
+        fn man_page_documents_every_flag() {
+            let bin = env!(concat!("CARGO_BIN_EXE_moot-parse-", $runtime));
+            $crate::testkit::check_man_page(bin, concat!("moot-parse-", $runtime, ".1"));
+        }
+    };
+}
+
+/// Declares the `--text` tests of `moot-parse-<runtime>` (the adapter.sh contract) on its golden
+/// cases: `answer` succeeds with its golden answer alone on stdout; `truncated` fails with
+/// nothing on stdout and one `truncated` line on stderr; `no_result` (a case and its answer)
+/// succeeds without a gitmoot_result; a bad flag is one line ([`check_usage_error`]).
+#[macro_export]
+macro_rules! parser_text_tests {
+    (
+        $runtime:literal,
+        answer = $answer:literal,
+        truncated = $truncated:literal,
+        no_result = ($no_result:literal, $no_result_answer:literal)
+    ) => {
+        const BIN: &str = env!(concat!("CARGO_BIN_EXE_moot-parse-", $runtime));
+
+        #[test]
+        fn text_prints_only_the_answer() {
+            assert_eq!(
+                $crate::testkit::text_answer(BIN, $runtime, $answer, &[]),
+                $crate::testkit::golden_answer($runtime, $answer)
+            );
+        }
+
+        #[test]
+        fn text_prints_nothing_for_a_failed_run() {
+            let stderr = $crate::testkit::text_failure(BIN, $runtime, $truncated, &[]);
+            let prefix = concat!("moot-parse-", $runtime, ": truncated: TRUNCATED: ");
+            assert!(stderr.starts_with(prefix), "{stderr:?}");
+        }
+
+        #[test]
+        fn text_does_not_require_a_gitmoot_result() {
+            assert_eq!(
+                $crate::testkit::text_answer(BIN, $runtime, $no_result, &[]),
+                $no_result_answer
+            );
+        }
+
+        #[test]
+        fn a_usage_error_is_one_line() {
+            $crate::testkit::check_usage_error(BIN, concat!("moot-parse-", $runtime), 2);
+        }
+    };
+}
+
+/// Declares the two properties every dialect's streams hold: a successful real capture cut
+/// anywhere before its end never succeeds, save a cut for which `ends_a_run` holds
+/// ([`check_truncation`]), and rows of the `unknown_rows` types never change a verdict
+/// ([`check_unknown_rows`]).
+#[macro_export]
+macro_rules! dialect_invariant_tests {
+    ($runtime:literal, $new:expr, ends_a_run = $ends_a_run:expr, unknown_rows = $rows:expr) => {
+        #[test]
+        fn truncating_a_successful_capture_never_succeeds() {
+            let checked = $crate::testkit::check_truncation($runtime, $new, $ends_a_run);
+            assert!(checked > 1000, "only {checked} cuts checked");
+        }
+
+        #[test]
+        fn unknown_rows_anywhere_never_change_the_verdict() {
+            let compared = $crate::testkit::check_unknown_rows($runtime, $new, $rows);
+            assert!(compared > 300, "only {compared} streams compared");
+        }
+    };
+}
+
 /// The workspace's `testdata/` directory.
 pub fn testdata() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata")
@@ -263,21 +421,6 @@ fn long_flags(help: &str) -> Vec<String> {
     flags
 }
 
-/// Every error class a parser may print: the names scripts branch on.
-pub const ERROR_CLASSES: &[&str] = &[
-    "truncated",
-    "model_error",
-    "retry_exhausted",
-    "retry_open",
-    "no_agent_end",
-    "not_terminal",
-    "empty_answer",
-    "malformed_stream",
-    "no_result",
-    "invalid_result",
-    "process",
-];
-
 /// The envelope contract every parser's output holds whatever its input (the property tests and
 /// the fuzz targets check it): `json` is exactly one JSON object on one line with the keys
 /// `gitmoot_result` and `run`; `run.ok` holds exactly when there is an answer and no error; a
@@ -322,7 +465,12 @@ pub fn check_envelope(json: &str, input_len: u64, require_result: bool) -> serde
         );
         assert!(run["family"].is_null(), "a failure with a family: {json}");
         let class = run["error"]["class"].as_str().expect("run.error.class");
-        assert!(ERROR_CLASSES.contains(&class), "unknown class {class}");
+        assert!(
+            crate::envelope::ErrorClass::ALL
+                .iter()
+                .any(|known| known.name() == class),
+            "unknown class {class}"
+        );
         assert!(run["error"]["message"].is_string(), "no message: {json}");
     }
     value
@@ -435,7 +583,7 @@ fn cut_points(stream: &[u8]) -> Vec<usize> {
 
 /// True when `prefix` ends a run: its last whole line is one for which `ends_a_run` holds, and
 /// what follows it is at most the start of a line that names no type yet, which the parsers
-/// skip like any garbage that identifies nothing (seed 000).
+/// skip like any garbage that identifies nothing.
 fn is_a_whole_run(prefix: &[u8], ends_a_run: impl Fn(&[u8]) -> bool) -> bool {
     let Some(newline) = memchr::memrchr(b'\n', prefix) else {
         return false;

@@ -5,12 +5,6 @@
 
 use moot::runtime::claude::stream::Claude;
 
-#[test]
-fn truncating_a_successful_capture_never_succeeds() {
-    let checked = moot::testkit::check_truncation("claude", Claude::default, |_| false);
-    assert!(checked > 1000, "only {checked} cuts checked");
-}
-
 /// Rows of types moot-parse-claude does not read, shaped like claude's own and naming, inside, the
 /// types and values it does read.
 const UNKNOWN_ROWS: &[&str] = &[
@@ -19,8 +13,9 @@ const UNKNOWN_ROWS: &[&str] = &[
     r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"{\"type\":\"result\",\"is_error\":true}"}]}}"#,
 ];
 
-#[test]
-fn unknown_rows_anywhere_never_change_the_verdict() {
-    let compared = moot::testkit::check_unknown_rows("claude", Claude::default, UNKNOWN_ROWS);
-    assert!(compared > 300, "only {compared} streams compared");
-}
+moot::dialect_invariant_tests!(
+    "claude",
+    Claude::default,
+    ends_a_run = |_| false,
+    unknown_rows = UNKNOWN_ROWS
+);

@@ -5,12 +5,6 @@
 
 use moot::runtime::codex::stream::Codex;
 
-#[test]
-fn truncating_a_successful_capture_never_succeeds() {
-    let checked = moot::testkit::check_truncation("codex", Codex::default, |_| false);
-    assert!(checked > 1000, "only {checked} cuts checked");
-}
-
 /// Rows of types moot-parse-codex does not read, shaped like codex's own and naming, inside, the
 /// types and values it does read.
 const UNKNOWN_ROWS: &[&str] = &[
@@ -19,8 +13,9 @@ const UNKNOWN_ROWS: &[&str] = &[
     r#"{"type":"item.started","item":{"id":"item_9","type":"command_execution","aggregated_output":"{\"type\":\"turn.failed\"}"}}"#,
 ];
 
-#[test]
-fn unknown_rows_anywhere_never_change_the_verdict() {
-    let compared = moot::testkit::check_unknown_rows("codex", Codex::default, UNKNOWN_ROWS);
-    assert!(compared > 300, "only {compared} streams compared");
-}
+moot::dialect_invariant_tests!(
+    "codex",
+    Codex::default,
+    ends_a_run = |_| false,
+    unknown_rows = UNKNOWN_ROWS
+);

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use moot::parse::{help_footer, run_parser, ParseArgs, EXIT_USAGE};
-use moot::runtime::kimi::stream::Kimi;
+use moot::parse::{help_footer, run_parser_with, ParseArgs, EXIT_USAGE};
+use moot::runtime::kimi::{beside, stream::Kimi};
 
 const TOOL: &str = "moot-parse-kimi";
 
@@ -43,9 +43,13 @@ Examples:
 fn main() -> ExitCode {
     match moot::report::parse_args::<Cli>(TOOL, EXIT_USAGE) {
         Ok(cli) => moot::report::run_tool(TOOL, EXIT_USAGE, || {
-            let kimi =
-                Kimi::with_stderr_file(cli.stderr_file).with_session_store(cli.session_store);
-            run_parser(TOOL, kimi, &cli.args)
+            run_parser_with(TOOL, Kimi::default(), &cli.args, |kimi| {
+                beside::hand_in(
+                    kimi,
+                    cli.stderr_file.as_deref(),
+                    cli.session_store.as_deref(),
+                )
+            })
         }),
         Err(code) => code,
     }

@@ -2,34 +2,21 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use moot::testkit::{args, case, run, run_in};
+use moot::testkit::{args, case, run_in, text_answer, text_failure};
 
 const BIN: &str = env!("CARGO_BIN_EXE_moot-parse-kimi");
 
 #[test]
 fn text_prints_only_the_final_answer() {
-    let out = run(
-        BIN,
-        &args(&["--text", "--exit-code", "0"]),
-        &case("kimi", "narration-not-in-answer"),
-    );
-    assert_eq!(out.status.code(), Some(0));
     assert_eq!(
-        String::from_utf8(out.stdout).unwrap(),
+        text_answer(BIN, "kimi", "narration-not-in-answer", &["--exit-code", "0"]),
         "I ran `ls` and saw the workspace files.\n\n{\"gitmoot_result\":{\"decision\":\"approved\",\"summary\":\"listed files\",\"findings\":[],\"changes_made\":[],\"tests_run\":[\"ls\"],\"needs\":[],\"delegations\":[]}}\n"
     );
-    assert!(out.stderr.is_empty());
 }
 
 #[test]
 fn text_never_leaks_thinking() {
-    let out = run(
-        BIN,
-        &args(&["--text"]),
-        &case("kimi", "real-thinking-with-exit"),
-    );
-    assert_eq!(out.status.code(), Some(0));
-    let answer = String::from_utf8(out.stdout).unwrap();
+    let answer = text_answer(BIN, "kimi", "real-thinking-with-exit", &[]);
     assert!(answer.starts_with("I looked at the task"), "{answer}");
     assert!(!answer.contains("The user wants me"), "{answer}");
 }
@@ -38,15 +25,8 @@ fn text_never_leaks_thinking() {
 /// with the exit cause, and never relabelled.
 #[test]
 fn text_failure_reports_the_cli_words_on_one_line() {
-    let out = run(
-        BIN,
-        &args(&["--text", "--exit-code", "75"]),
-        &case("kimi", "real-error"),
-    );
-    assert_eq!(out.status.code(), Some(1));
-    assert!(out.stdout.is_empty());
     assert_eq!(
-        String::from_utf8(out.stderr).unwrap(),
+        text_failure(BIN, "kimi", "real-error", &["--exit-code", "75"]),
         "moot-parse-kimi: model_error: Error code: 500 - {'error': {'message': 'The server had an error while processing your request (fake)', 'type': 'server_error', 'param': None, 'code': 'server_error'}} (the process exited with status 75)\n"
     );
 }
@@ -54,15 +34,8 @@ fn text_failure_reports_the_cli_words_on_one_line() {
 /// A failed exit status fails a stream that looks like a finished answer.
 #[test]
 fn text_fails_a_clean_looking_stream_with_a_failed_exit() {
-    let out = run(
-        BIN,
-        &args(&["--text", "--exit-code", "1"]),
-        &case("kimi", "real-plain"),
-    );
-    assert_eq!(out.status.code(), Some(1));
-    assert!(out.stdout.is_empty());
     assert_eq!(
-        String::from_utf8(out.stderr).unwrap(),
+        text_failure(BIN, "kimi", "real-plain", &["--exit-code", "1"]),
         "moot-parse-kimi: process: the process exited with status 1, although the stream looked complete\n"
     );
 }
@@ -91,15 +64,10 @@ fn stderr_file_gives_the_legacy_session_id() {
 
 #[test]
 fn help_shows_an_example_and_version_prints() {
-    let help = run(BIN, &args(&["--help"]), b"");
-    assert_eq!(help.status.code(), Some(0));
-    assert!(String::from_utf8(help.stdout)
-        .unwrap()
-        .contains("moot-parse-kimi --exit-code $? --stderr-file err.txt < run.ndjson"));
-    let version = run(BIN, &args(&["--version"]), b"");
-    assert_eq!(
-        String::from_utf8(version.stdout).unwrap(),
-        format!("moot-parse-kimi {}\n", env!("CARGO_PKG_VERSION"))
+    moot::testkit::check_help_and_version(
+        BIN,
+        "moot-parse-kimi",
+        "moot-parse-kimi --exit-code $? --stderr-file err.txt < run.ndjson",
     );
 }
 

@@ -5,12 +5,6 @@
 
 use moot::runtime::kimi::stream::Kimi;
 
-#[test]
-fn truncating_a_successful_capture_never_succeeds() {
-    let checked = moot::testkit::check_truncation("kimi", Kimi::default, |_| false);
-    assert!(checked > 1000, "only {checked} cuts checked");
-}
-
 /// Rows of types moot-parse-kimi does not read, shaped like kimi's own and naming, inside, the
 /// types and values it does read.
 const UNKNOWN_ROWS: &[&str] = &[
@@ -19,8 +13,9 @@ const UNKNOWN_ROWS: &[&str] = &[
     r#"{"role":"tool","content":"{\"role\":\"assistant\",\"content\":\"spoof\"}","tool_call_id":"x"}"#,
 ];
 
-#[test]
-fn unknown_rows_anywhere_never_change_the_verdict() {
-    let compared = moot::testkit::check_unknown_rows("kimi", Kimi::default, UNKNOWN_ROWS);
-    assert!(compared > 300, "only {compared} streams compared");
-}
+moot::dialect_invariant_tests!(
+    "kimi",
+    Kimi::default,
+    ends_a_run = |_| false,
+    unknown_rows = UNKNOWN_ROWS
+);

@@ -5,49 +5,37 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use moot::testkit::{args, case, run, run_in};
+use moot::testkit::{args, case, run, run_in, spawn_piped, text_answer, text_failure};
 
 const BIN: &str = env!("CARGO_BIN_EXE_moot-parse-omp");
 
 #[test]
 fn text_mode_prints_only_the_answer() {
-    let out = run(BIN, &args(&["--text"]), &case("omp", "real-plain"));
-    assert_eq!(out.status.code(), Some(0));
     assert_eq!(
-        String::from_utf8(out.stdout).unwrap(),
+        text_answer(BIN, "omp", "real-plain", &[]),
         "I looked at the task and everything is in order.\n\n{\"gitmoot_result\":{\"decision\":\"approved\",\"summary\":\"done\",\"findings\":[],\"changes_made\":[],\"tests_run\":[],\"needs\":[],\"delegations\":[]}}\n"
     );
-    assert!(out.stderr.is_empty());
 }
 
 #[test]
 fn text_mode_does_not_require_a_result() {
-    let out = run(BIN, &args(&["--text"]), &case("omp", "result-missing"));
-    assert_eq!(out.status.code(), Some(0));
-    assert_eq!(out.stdout, b"Looks good to me, nothing to flag.\n");
+    assert_eq!(
+        text_answer(BIN, "omp", "result-missing", &[]),
+        "Looks good to me, nothing to flag.\n"
+    );
 }
 
 #[test]
 fn text_mode_failure_prints_nothing_and_one_line() {
-    let out = run(
-        BIN,
-        &args(&["--text"]),
-        &case("omp", "real-toolloop-maxtime"),
-    );
-    assert_eq!(out.status.code(), Some(1));
-    assert!(out.stdout.is_empty());
     assert_eq!(
-        String::from_utf8(out.stderr).unwrap(),
+        text_failure(BIN, "omp", "real-toolloop-maxtime", &[]),
         "moot-parse-omp: truncated: TRUNCATED: omp's final assistant message stopped on \"toolUse\" instead of \"stop\", so its text is not a finished answer\n"
     );
 }
 
 #[test]
 fn multi_line_provider_errors_stay_on_one_stderr_line() {
-    let out = run(BIN, &args(&["--text"]), &case("omp", "real-error"));
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let stderr = text_failure(BIN, "omp", "real-error", &[]);
     assert!(stderr.starts_with("moot-parse-omp: retry_exhausted: omp gave up retrying"));
 }
 
@@ -93,12 +81,7 @@ fn a_line_over_the_ceiling_fails_closed_and_the_rest_is_still_read() {
 /// verdict is settled.
 #[test]
 fn stdin_is_drained_to_eof() {
-    let mut child = Command::new(BIN)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_piped(BIN);
     let mut stdin = child.stdin.take().unwrap();
     let writer = std::thread::spawn(move || {
         stdin.write_all(b"{\"type\":\"session\",\"id\":7}\n")?;
@@ -117,12 +100,7 @@ fn stdin_is_drained_to_eof() {
 
 #[test]
 fn a_closed_stdout_is_an_output_failure() {
-    let mut child = Command::new(BIN)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_piped(BIN);
     drop(child.stdout.take());
     child
         .stdin
@@ -156,13 +134,7 @@ fn exit_code_and_status_file_are_exclusive() {
 
 #[test]
 fn version_and_help() {
-    let version = run(BIN, &args(&["--version"]), b"");
-    assert_eq!(
-        String::from_utf8(version.stdout).unwrap(),
-        format!("moot-parse-omp {}\n", env!("CARGO_PKG_VERSION"))
-    );
-    let help = String::from_utf8(run(BIN, &args(&["--help"]), b"").stdout).unwrap();
-    assert!(help.contains("Examples:") && help.contains("cat run.ndjson | moot-parse-omp"));
+    moot::testkit::check_help_and_version(BIN, "moot-parse-omp", "cat run.ndjson | moot-parse-omp");
 }
 
 #[test]

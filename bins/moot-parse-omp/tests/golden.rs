@@ -1,20 +1,8 @@
 //! Every case under testdata/omp through the built binary: whole stdout, exit status, stderr.
 
+moot::parser_golden_tests!("omp", at_least = 60);
+
 const BIN: &str = env!("CARGO_BIN_EXE_moot-parse-omp");
-
-#[test]
-fn golden_cases() {
-    let checked = moot::testkit::check_goldens(BIN, "moot-parse-omp", "omp");
-    assert!(
-        checked >= 60,
-        "only {checked} golden cases under testdata/omp"
-    );
-}
-
-#[test]
-fn man_page_documents_every_flag() {
-    moot::testkit::check_man_page(BIN, "moot-parse-omp.1");
-}
 
 /// The harness holds a failure's stderr to its envelope: the one line must be exactly the
 /// envelope's class and message (folded as the parser folds it), so a parser that printed a

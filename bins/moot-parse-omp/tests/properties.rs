@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 
 use moot::gitmoot_result;
 use moot::runtime::omp::stream::Omp;
+use moot::runtime::pi_family;
 use moot::testkit::{cases, check_envelope, envelope_of, line_boundaries, run, verdict};
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
@@ -20,15 +21,9 @@ use serde_json::{json, Map, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_moot-parse-omp");
 
-/// The event types the omp dialect reads; every other type is unknown to it.
-const LOAD_BEARING: &[&str] = &[
-    "session",
-    "agent_start",
-    "message_end",
-    "auto_retry_start",
-    "auto_retry_end",
-    "agent_end",
-];
+/// The event types the omp dialect reads (omp reads no type of its own); every other type is
+/// unknown to it.
+const LOAD_BEARING: &[&str] = pi_family::FAMILY_EVENTS;
 
 /// The envelope the tool prints for `stream` with its default flags (`--text` when
 /// `require_result` is false), checked against the envelope contract.
@@ -231,14 +226,7 @@ proptest! {
 /// A valid gitmoot_result with awkward strings: quotes, braces, backslashes, fences, unicode.
 fn valid_result() -> impl Strategy<Value = Value> {
     let text = "[a-z {}\\[\\]\"\\\\`\n\u{e9}\u{2028}]{0,20}";
-    let decision = select(vec![
-        "approved",
-        "changes_requested",
-        "blocked",
-        "implemented",
-        "failed",
-        "skipped",
-    ]);
+    let decision = select(gitmoot_result::DECISIONS.to_vec());
     let strings = proptest::collection::vec(text, 0..3);
     (
         decision,

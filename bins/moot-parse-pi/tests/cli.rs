@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use moot::testkit::{args, case, run};
+use moot::testkit::{args, run, text_answer, text_failure};
 
 const BIN: &str = env!("CARGO_BIN_EXE_moot-parse-pi");
 
@@ -10,27 +10,22 @@ const PLAIN_ANSWER: &str = "I looked at the task and everything is in order.\n\n
 
 #[test]
 fn text_prints_only_the_answer() {
-    let out = run(BIN, &args(&["--text"]), &case("pi", "real-plain"));
-    assert_eq!(out.status.code(), Some(0));
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), PLAIN_ANSWER);
-    assert!(out.stderr.is_empty());
+    assert_eq!(text_answer(BIN, "pi", "real-plain", &[]), PLAIN_ANSWER);
 }
 
 #[test]
 fn text_answer_of_a_recovered_retry_is_the_final_message() {
-    let out = run(BIN, &args(&["--text"]), &case("pi", "real-retry-visible"));
-    assert_eq!(out.status.code(), Some(0));
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), PLAIN_ANSWER);
+    assert_eq!(
+        text_answer(BIN, "pi", "real-retry-visible", &[]),
+        PLAIN_ANSWER
+    );
 }
 
 /// pi exits 0 after giving up; the adapter must still fail, with nothing on stdout.
 #[test]
 fn text_fails_a_terminal_provider_error_that_exited_0() {
-    let out = run(BIN, &args(&["--text"]), &case("pi", "real-error-with-exit"));
-    assert_eq!(out.status.code(), Some(1));
-    assert!(out.stdout.is_empty());
     assert_eq!(
-        String::from_utf8(out.stderr).unwrap(),
+        text_failure(BIN, "pi", "real-error-with-exit", &[]),
         "moot-parse-pi: retry_exhausted: pi gave up retrying (auto_retry_end success false): pi turn failed (stopReason error): 500 The server had an error while processing your request (fake)\n"
     );
 }
@@ -39,40 +34,24 @@ fn text_fails_a_terminal_provider_error_that_exited_0() {
 /// adapter and a cut sentence handed over as the answer.
 #[test]
 fn text_fails_a_dropped_stream() {
-    let out = run(BIN, &args(&["--text"]), &case("pi", "real-drop"));
-    assert_eq!(out.status.code(), Some(1));
-    assert!(out.stdout.is_empty());
-    let stderr = String::from_utf8(out.stderr).unwrap();
+    let stderr = text_failure(BIN, "pi", "real-drop", &[]);
     assert!(
-        stderr.starts_with("moot-parse-pi: truncated: TRUNCATED: pi's final assistant message stopped on \"stop\" but reports zero token usage")
-            && stderr.lines().count() == 1,
+        stderr.starts_with("moot-parse-pi: truncated: TRUNCATED: pi's final assistant message stopped on \"stop\" but reports zero token usage"),
         "{stderr}"
     );
 }
 
 #[test]
 fn accept_unmetered_hands_over_an_answer_without_usage() {
-    let out = run(
-        BIN,
-        &args(&["--text", "--accept-unmetered"]),
-        &case("pi", "real-drop"),
+    assert_eq!(
+        text_answer(BIN, "pi", "real-drop", &["--accept-unmetered"]),
+        "I looked at \n"
     );
-    assert_eq!(out.status.code(), Some(0));
-    assert_eq!(out.stdout, b"I looked at \n");
 }
 
 #[test]
 fn help_shows_an_example_and_version_prints() {
-    let help = run(BIN, &args(&["--help"]), b"");
-    assert_eq!(help.status.code(), Some(0));
-    assert!(String::from_utf8(help.stdout)
-        .unwrap()
-        .contains("cat run.ndjson | moot-parse-pi"));
-    let version = run(BIN, &args(&["--version"]), b"");
-    assert_eq!(
-        String::from_utf8(version.stdout).unwrap(),
-        format!("moot-parse-pi {}\n", env!("CARGO_PKG_VERSION"))
-    );
+    moot::testkit::check_help_and_version(BIN, "moot-parse-pi", "cat run.ndjson | moot-parse-pi");
 }
 
 #[test]

@@ -7,14 +7,9 @@
 use moot::runtime::pi::stream::Pi;
 use moot::testkit::{ends_a_pi_family_run, PI_FAMILY_UNKNOWN_ROWS};
 
-#[test]
-fn truncating_a_successful_capture_never_succeeds() {
-    let checked = moot::testkit::check_truncation("pi", Pi::default, ends_a_pi_family_run);
-    assert!(checked > 1000, "only {checked} cuts checked");
-}
-
-#[test]
-fn unknown_rows_anywhere_never_change_the_verdict() {
-    let compared = moot::testkit::check_unknown_rows("pi", Pi::default, PI_FAMILY_UNKNOWN_ROWS);
-    assert!(compared > 300, "only {compared} streams compared");
-}
+moot::dialect_invariant_tests!(
+    "pi",
+    Pi::default,
+    ends_a_run = ends_a_pi_family_run,
+    unknown_rows = PI_FAMILY_UNKNOWN_ROWS
+);

@@ -3,9 +3,10 @@
 //! omp forked pi and kept its event vocabulary: a `session` header, `message_end` rows whose
 //! assistant messages carry `stopReason`, `errorMessage` and `usage`, `auto_retry_start` /
 //! `auto_retry_end` around the CLI's own retries, and an `agent_end` per low-level run. So the
-//! rules of seed 000 ("Exit code 0 is not success" through "Token usage") are implemented once,
-//! here, and each CLI is a [`Flavor`] that says only where it differs: how its `agent_end` marks
-//! a scheduled continuation, which extra event types it writes, and what else its verdict needs.
+//! verdict rules (the numbered list under DESCRIPTION in man/moot-parse-omp.1) are implemented
+//! once, here, and each CLI is a [`Flavor`] that says only where it differs: how its `agent_end`
+//! marks a scheduled continuation, which extra event types it writes, and what else its verdict
+//! needs.
 //!
 //! Both CLIs can exit 0 when a turn fails, retry provider failures on the same stream and close a
 //! deadline trip with a clean-looking terminal event, so success is derived from the stream
@@ -20,8 +21,9 @@ use serde::Deserialize;
 use serde_json::error::Category;
 use serde_json::Value;
 
-use crate::envelope::{ErrorClass, Usage, UsageSource};
-use crate::parse::{Dialect, Facts, Failure, Verdict};
+use crate::dialect::{Drift, Head, MessageSum, Row, TextPart, Tokens};
+use crate::envelope::{ErrorClass, Facts, UsageSource};
+use crate::parse::{Dialect, RunFailure, Verdict};
 use crate::sniff::{opening_type, raw_field_is, raw_type_among};
 
 /// The event types every member of the family writes and this module reads.
@@ -40,8 +42,8 @@ pub trait Flavor {
     const RUNTIME: &'static str;
     /// The flag that selects the stream, named when the stream never reached its terminal event.
     const MODE_FLAG: &'static str;
-    /// Every event type read: [`FAMILY_EVENTS`] plus the flavor's own.
-    const LOAD_BEARING: &'static [&'static str];
+    /// The event types read beyond [`FAMILY_EVENTS`].
+    const OWN_EVENTS: &'static [&'static str] = &[];
     /// The `not_terminal` message: what the CLI's `agent_end` said and what it means.
     const NOT_TERMINAL: &'static str;
 
@@ -51,8 +53,10 @@ pub trait Flavor {
     /// What an `agent_end` proves.
     fn agent_end(&mut self, end: Self::AgentEnd) -> AgentEnd;
 
-    /// Reads an event type of [`Flavor::LOAD_BEARING`] that the family does not share.
-    fn own_event(&mut self, kind: &str, line: &[u8]) -> Result<(), String>;
+    /// Reads an event of one of [`Flavor::OWN_EVENTS`].
+    fn own_event(&mut self, _kind: &str, _line: &[u8]) -> Result<(), Drift> {
+        Ok(())
+    }
 
     /// The runtime family of the provider that answered (see [`family_of`]).
     fn family(provider: &str) -> String {
@@ -60,14 +64,19 @@ pub trait Flavor {
     }
 
     /// A flavor's own terminal-state rule, judged right after the family's `not_terminal`.
-    fn unfinished(&self) -> Option<Failure> {
+    fn unfinished(&self) -> Option<RunFailure> {
         None
     }
 
     /// A flavor's own rule on a final message that every family rule accepted as the answer.
-    fn suspect_answer(&self, _last: &Assistant) -> Option<Failure> {
+    fn suspect_answer(&self, _last: &Assistant) -> Option<RunFailure> {
         None
     }
+}
+
+/// True when the flavor reads events of type `kind` (they are load-bearing).
+fn reads<F: Flavor>(kind: &str) -> bool {
+    FAMILY_EVENTS.contains(&kind) || F::OWN_EVENTS.contains(&kind)
 }
 
 /// What one `agent_end` proves, whatever the CLI calls its fields.
@@ -99,8 +108,7 @@ pub struct PiFamily<F> {
     last: Option<Assistant>,
     last_text: Option<String>,
     saw_text: bool,
-    summed: Tokens,
-    saw_usage: bool,
+    summed: MessageSum,
     rollup: Tokens,
     rollups: u64,
     agent_ends: u64,
@@ -108,7 +116,7 @@ pub struct PiFamily<F> {
     /// An `agent_start` came after the last `agent_end`: a run is under way.
     run_open: bool,
     /// The first failure of the current, unrecovered failure saga.
-    failure: Option<Failure>,
+    failure: Option<RunFailure>,
     /// Set by `auto_retry_end` with `success: false`: the CLI's verdict on itself, never cleared.
     gave_up: bool,
     /// The `errorMessage` of an `auto_retry_start` still waiting for its `auto_retry_end`.
@@ -127,12 +135,6 @@ pub struct Assistant {
     pub usage: Option<Tokens>,
 }
 
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Tokens {
-    pub input: u64,
-    pub output: u64,
-}
-
 impl<F: Flavor> PiFamily<F> {
     pub fn new(flavor: F) -> Self {
         PiFamily {
@@ -141,8 +143,7 @@ impl<F: Flavor> PiFamily<F> {
             last: None,
             last_text: None,
             saw_text: false,
-            summed: Tokens::default(),
-            saw_usage: false,
+            summed: MessageSum::default(),
             rollup: Tokens::default(),
             rollups: 0,
             agent_ends: 0,
@@ -164,50 +165,48 @@ impl<F: Flavor + Default> Default for PiFamily<F> {
 impl<F: Flavor> Dialect for PiFamily<F> {
     const RUNTIME: &'static str = F::RUNTIME;
 
-    fn line(&mut self, line: &[u8]) -> Result<(), String> {
+    fn line(&mut self, line: &[u8]) -> Result<(), Drift> {
         let kind = match opening_type(line).and_then(|kind| std::str::from_utf8(kind).ok()) {
             // The hot path: most lines of a long run are message_update deltas and tool
             // output. One whose type is not read, and that cannot be a malformed assistant
             // message_end, is skipped without decoding, exactly as a decode would skip it.
-            Some(kind) if !F::LOAD_BEARING.contains(&kind) => {
+            Some(kind) if !reads::<F>(kind) => {
                 if memchr::memmem::find(line, b"message_end\"").is_none() {
                     return Ok(());
                 }
                 return match serde_json::from_slice::<Head>(line) {
                     Ok(_) => Ok(()),
-                    Err(_) => unidentified::<F>(line),
+                    Err(_) => unidentified(line),
                 };
             }
             Some(kind) => Cow::Borrowed(kind),
             // An event is a JSON object. serde reads an array positionally into a struct, so
             // without this `["session","x"]` would pass for a session event and
             // `["message_end"]` for an undecodable one; an array identifies nothing.
-            None if line.trim_ascii_start().first() != Some(&b'{') => {
-                return unidentified::<F>(line)
-            }
+            None if line.trim_ascii_start().first() != Some(&b'{') => return unidentified(line),
             None => match serde_json::from_slice::<Head>(line) {
                 Ok(Head { kind: Some(kind) }) => kind,
                 Ok(Head { kind: None }) => return Ok(()),
-                Err(_) => return unidentified::<F>(line),
+                Err(_) => return unidentified(line),
             },
         };
         match kind.as_ref() {
-            "session" => decode::<F, _>(line, "session")?.map(|row| self.session(row)),
+            "session" => decode_event(line, "session")?.map(|row| self.session(row)),
             "agent_start" => {
-                decode::<F, TypeOnly>(line, "agent_start")?.map(|_| self.run_open = true)
+                decode_event::<TypeOnly>(line, "agent_start")?.map(|_| self.run_open = true)
             }
             "message_end" => self.message_end(line)?,
             "auto_retry_start" => {
-                decode::<F, _>(line, "auto_retry_start")?.map(|row| self.retry_start(row))
+                decode_event(line, "auto_retry_start")?.map(|row| self.retry_start(row))
             }
             "auto_retry_end" => {
-                decode::<F, _>(line, "auto_retry_end")?.map(|row| self.retry_end(row))
+                decode_event(line, "auto_retry_end")?.map(|row| self.retry_end(row))
             }
-            "agent_end" => decode::<F, F::AgentEnd>(line, "agent_end")?.map(|row| {
+            "agent_end" => decode_event::<F::AgentEnd>(line, "agent_end")?.map(|row| {
                 let end = self.flavor.agent_end(row);
                 self.agent_end(end);
             }),
-            own if F::LOAD_BEARING.contains(&own) => {
+            own if F::OWN_EVENTS.contains(&own) => {
                 self.flavor.own_event(own, line)?;
                 None
             }
@@ -216,18 +215,19 @@ impl<F: Flavor> Dialect for PiFamily<F> {
         Ok(())
     }
 
-    fn cut_line(&self, tail: &[u8]) -> Result<(), String> {
-        match raw_type_among(tail, F::LOAD_BEARING) {
-            Some(kind) => Err(format!(
-                "the stream ended in the middle of an event of type {kind} (the CLI died mid-write)"
-            )),
-            None => unidentified::<F>(tail),
+    fn cut_line(&self, tail: &[u8]) -> Result<(), Drift> {
+        // The family's types first, as one list of them all would name them.
+        let named =
+            raw_type_among(tail, FAMILY_EVENTS).or_else(|| raw_type_among(tail, F::OWN_EVENTS));
+        match named {
+            Some(kind) => Err(Drift::Cut(Row::event(kind))),
+            None => unidentified(tail),
         }
     }
 
     fn finish(self) -> Verdict {
-        let outcome = self.judge();
-        let (usage_tokens, source) = self.usage();
+        let failure = self.judge();
+        let (usage, source) = self.usage();
         let last = self.last.unwrap_or_default();
         Verdict {
             facts: Facts {
@@ -236,15 +236,10 @@ impl<F: Flavor> Dialect for PiFamily<F> {
                 provider: last.provider,
                 model: last.model,
                 stop_reason: last.stop_reason,
-                usage: Usage {
-                    input_tokens: usage_tokens.input,
-                    output_tokens: usage_tokens.output,
-                    cost_usd: None,
-                    source,
-                },
-                last_text: self.last_text,
+                usage: usage.usage(source),
             },
-            outcome,
+            last_text: self.last_text,
+            failure,
             answer: last.text,
         }
     }
@@ -260,17 +255,20 @@ impl<F: Flavor> PiFamily<F> {
     /// The role decides whether the row is read at all, so it is probed first: user, developer,
     /// custom and tool-result messages (often MiBs of tool output, with legally string content)
     /// are then skipped without being decoded or copied.
-    fn message_end(&mut self, line: &[u8]) -> Result<Option<()>, String> {
+    fn message_end(&mut self, line: &[u8]) -> Result<Option<()>, Drift> {
         let role = match serde_json::from_slice::<RoleProbe<'_>>(line) {
             Ok(probe) => probe.message.and_then(|message| message.role),
-            Err(e) if is_syntax(&e) => return unidentified::<F>(line).map(|()| None),
-            Err(e) => return Err(drift::<F>("message_end", &e)),
+            Err(e) if is_syntax(&e) => return unidentified(line).map(|()| None),
+            Err(e) => return Err(drift("message_end", &e)),
         };
         match role.as_deref() {
-            None => Err(no_role::<F>()),
+            None => Err(Drift::Incomplete {
+                row: "a message_end with no role".into(),
+                why: "the parser cannot tell whether it was the answer",
+            }),
             Some("assistant") => {
                 let event: MessageEnd<'_> =
-                    serde_json::from_slice(line).map_err(|e| drift::<F>("message_end", &e))?;
+                    serde_json::from_slice(line).map_err(|e| drift("message_end", &e))?;
                 if let Some(message) = event.message {
                     self.assistant(message);
                 }
@@ -286,9 +284,7 @@ impl<F: Flavor> PiFamily<F> {
             output: usage.output,
         });
         if let Some(usage) = usage {
-            self.saw_usage = true;
-            self.summed.input = self.summed.input.saturating_add(usage.input);
-            self.summed.output = self.summed.output.saturating_add(usage.output);
+            self.summed.add(usage);
         }
         let mut current = Assistant {
             stop_reason: message.stop_reason.map(Cow::into_owned),
@@ -346,7 +342,7 @@ impl<F: Flavor> PiFamily<F> {
                 (None, Some(error)) if !error.is_empty() => format!(": {error}"),
                 (None, _) => " and reported no finalError".to_string(),
             };
-            self.failure = Some(Failure::new(
+            self.failure = Some(RunFailure::new(
                 ErrorClass::RetryExhausted,
                 format!(
                     "{} gave up retrying (auto_retry_end success false){cause}",
@@ -362,26 +358,25 @@ impl<F: Flavor> PiFamily<F> {
         self.last_continues = end.continues;
         if let Some(usage) = end.rollup {
             self.rollups += 1;
-            self.rollup.input = self.rollup.input.saturating_add(usage.input);
-            self.rollup.output = self.rollup.output.saturating_add(usage.output);
+            self.rollup.add(usage);
         }
     }
 
-    /// The verdict, in the seed's precedence (an unreadable row, which outranks all of these,
+    /// The verdict, in the order of man/moot-parse-omp.1 (an unreadable row, which outranks all of these,
     /// is applied by the parse driver).
-    fn judge(&self) -> Option<Failure> {
+    fn judge(&self) -> Option<RunFailure> {
         let rt = F::RUNTIME;
         if let Some(failure) = &self.failure {
             return Some(failure.clone());
         }
         if self.agent_ends == 0 {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::NoAgentEnd,
                 format!("{rt} stream ended without an agent_end event: the CLI died mid-stream or its {} envelope changed", F::MODE_FLAG),
             ));
         }
         if self.last_continues {
-            return Some(Failure::new(ErrorClass::NotTerminal, F::NOT_TERMINAL));
+            return Some(RunFailure::new(ErrorClass::NotTerminal, F::NOT_TERMINAL));
         }
         if let Some(failure) = self.flavor.unfinished() {
             return Some(failure);
@@ -392,7 +387,7 @@ impl<F: Flavor> PiFamily<F> {
             } else {
                 format!(" after: {error}")
             };
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::RetryOpen,
                 format!("{rt} stream ended with a retry saga still open (an auto_retry_start with no auto_retry_end){cause}"),
             ));
@@ -402,27 +397,27 @@ impl<F: Flavor> PiFamily<F> {
         // retries; omp 18 runs one per prompt of an @file delivery). An earlier run's
         // agent_end does not end a later one, or a stream cut inside it would pass.
         if self.run_open {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::NoAgentEnd,
                 format!("{rt} stream ended inside a run (an agent_start with no agent_end after it): the CLI died mid-stream after an earlier run had ended"),
             ));
         }
         let last = self.last.as_ref();
         if let Some(reason @ ("toolUse" | "length")) = last.and_then(|m| m.stop_reason.as_deref()) {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::Truncated,
                 format!("TRUNCATED: {rt}'s final assistant message stopped on {reason:?} instead of \"stop\", so its text is not a finished answer"),
             ));
         }
         let final_blank = last.is_none_or(|m| m.text.trim().is_empty());
         if final_blank && (self.saw_text || last.is_some_and(|m| m.has_tool_call)) {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::Truncated,
                 format!("TRUNCATED: {rt}'s final assistant message carried no text (a tool call it never answered, or a turn cut short)"),
             ));
         }
         if final_blank {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::EmptyAnswer,
                 format!("{rt} stream carried no assistant text"),
             ));
@@ -434,22 +429,22 @@ impl<F: Flavor> PiFamily<F> {
     /// agent_end carried one and it is at least the sum on both axes.
     fn usage(&self) -> (Tokens, UsageSource) {
         let rollup_complete = self.rollups > 0 && self.rollups == self.agent_ends;
+        let summed = self.summed.tokens;
         if rollup_complete
-            && self.rollup.input >= self.summed.input
-            && self.rollup.output >= self.summed.output
+            && self.rollup.input >= summed.input
+            && self.rollup.output >= summed.output
         {
             return (self.rollup, UsageSource::Telemetry);
         }
-        let source = if self.saw_usage {
-            UsageSource::Messages
-        } else {
-            UsageSource::None
-        };
-        (self.summed, source)
+        (summed, self.summed.usage().source)
     }
 }
 
-fn turn_failure<F: Flavor>(reason: &str, message: Option<&str>, status: Option<&Value>) -> Failure {
+fn turn_failure<F: Flavor>(
+    reason: &str,
+    message: Option<&str>,
+    status: Option<&Value>,
+) -> RunFailure {
     let status = match status {
         Some(Value::String(s)) => format!(", errorStatus {s}"),
         Some(Value::Null) | None => String::new(),
@@ -459,7 +454,7 @@ fn turn_failure<F: Flavor>(reason: &str, message: Option<&str>, status: Option<&
         Some(m) if !m.is_empty() => m,
         _ => "no errorMessage reported",
     };
-    Failure::new(
+    RunFailure::new(
         ErrorClass::ModelError,
         format!(
             "{} turn failed (stopReason {reason}{status}): {message}",
@@ -470,14 +465,14 @@ fn turn_failure<F: Flavor>(reason: &str, message: Option<&str>, status: Option<&
 
 /// Decodes one load-bearing row. A row that is not even JSON identifies nothing and gets the
 /// garbage rule; valid JSON of the wrong shape is drift and fails the run.
-pub fn decode<'a, F: Flavor, T: Deserialize<'a>>(
+pub fn decode_event<'a, T: Deserialize<'a>>(
     line: &'a [u8],
     kind: &str,
-) -> Result<Option<T>, String> {
+) -> Result<Option<T>, Drift> {
     match serde_json::from_slice(line) {
         Ok(row) => Ok(Some(row)),
-        Err(e) if is_syntax(&e) => unidentified::<F>(line).map(|()| None),
-        Err(e) => Err(drift::<F>(kind, &e)),
+        Err(e) if is_syntax(&e) => unidentified(line).map(|()| None),
+        Err(e) => Err(drift(kind, &e)),
     }
 }
 
@@ -485,34 +480,24 @@ fn is_syntax(e: &serde_json::Error) -> bool {
     matches!(e.classify(), Category::Syntax | Category::Eof)
 }
 
-fn drift<F: Flavor>(kind: &str, e: &serde_json::Error) -> String {
-    format!(
-        "{} stream carried an event of type {kind} that this parser could not decode (envelope drift): {e}",
-        F::RUNTIME
-    )
-}
-
-fn no_role<F: Flavor>() -> String {
-    format!("{} stream carried a message_end with no role (envelope drift): the parser cannot tell whether it was the answer", F::RUNTIME)
+fn drift(kind: &str, e: &serde_json::Error) -> Drift {
+    Drift::undecodable(Row::event(kind), e)
 }
 
 /// A line that is not a readable event at all. It is skipped, unless it still identifies itself
 /// as an assistant message_end: that row may have been the failed final turn.
-fn unidentified<F: Flavor>(line: &[u8]) -> Result<(), String> {
+fn unidentified(line: &[u8]) -> Result<(), Drift> {
     if raw_field_is(line, "type", "message_end") && raw_field_is(line, "role", "assistant") {
-        return Err(format!("{} stream carried a MALFORMED assistant message_end (envelope drift): the final turn may be lost", F::RUNTIME));
+        return Err(Drift::Malformed {
+            what: "assistant message_end".into(),
+            at_stake: "final turn",
+        });
     }
     Ok(())
 }
 
 // Wire shapes: only the fields the rules read. Unknown fields are ignored; a field that is read
 // and has the wrong type fails the decode, which fails the run (fail closed).
-
-#[derive(Deserialize)]
-struct Head<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-}
 
 /// A row read for its type alone (`agent_start`, pi's `agent_settled`): it carries nothing the
 /// rules read, but it must still be a well-formed row to count.
@@ -545,7 +530,7 @@ struct MessageEnd<'a> {
 #[serde(rename_all = "camelCase")]
 struct Message<'a> {
     #[serde(borrow)]
-    content: Option<Vec<Part<'a>>>,
+    content: Option<Vec<TextPart<'a>>>,
     usage: Option<MessageUsage>,
     #[serde(borrow)]
     stop_reason: Option<Cow<'a, str>>,
@@ -557,14 +542,6 @@ struct Message<'a> {
     provider: Option<Cow<'a, str>>,
     #[serde(borrow)]
     model: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct Part<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    text: Option<Cow<'a, str>>,
 }
 
 /// The family spells usage `input`/`output`, not `input_tokens`/`output_tokens`.

@@ -17,8 +17,9 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::envelope::{ErrorClass, Usage, UsageSource};
-use crate::parse::{Dialect, Facts, Failure, Verdict};
+use crate::dialect::{decode, unreadable_row, Drift, MessageSum, Row, TextPart, Tokens};
+use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
+use crate::parse::{Dialect, RunFailure, Verdict};
 use crate::sniff::{opens_with_unread_type, raw_has_key, raw_type_among};
 
 /// The row types this parser decodes.
@@ -45,8 +46,7 @@ pub struct Claude {
     /// Usage summed over main-thread assistant messages, once per message id: the floor when no
     /// result arrives. Claude Code prints one row per content block of a message, each repeating
     /// the message's usage, so consecutive rows of one id are counted once.
-    summed: Tokens,
-    saw_usage: bool,
+    summed: MessageSum,
     last_message_id: Option<String>,
     /// `api_retry` rows since the last real assistant message, and a description of the latest.
     retries: u64,
@@ -75,16 +75,10 @@ struct RunResult {
     model: Option<String>,
 }
 
-#[derive(Debug, Default, Clone, Copy)]
-struct Tokens {
-    input: u64,
-    output: u64,
-}
-
 impl Dialect for Claude {
     const RUNTIME: &'static str = "claude";
 
-    fn line(&mut self, line: &[u8]) -> Result<(), String> {
+    fn line(&mut self, line: &[u8]) -> Result<(), Drift> {
         if is_skippable_at_a_glance(line) {
             return Ok(());
         }
@@ -94,20 +88,18 @@ impl Dialect for Claude {
         self.row(line)
     }
 
-    fn cut_line(&self, tail: &[u8]) -> Result<(), String> {
+    fn cut_line(&self, tail: &[u8]) -> Result<(), Drift> {
         match names_verdict_row(tail) {
-            Some(_) if tail.trim_ascii_start().starts_with(b"[") => Err(
-                "the stream ended in the middle of the --output-format json array (the CLI died mid-write)".into(),
-            ),
-            Some(kind) => Err(format!(
-                "the stream ended in the middle of a row of type {kind} (the CLI died mid-write)"
-            )),
+            Some(_) if tail.trim_ascii_start().starts_with(b"[") => {
+                Err(Drift::Cut(Row::Named("the --output-format json array")))
+            }
+            Some(kind) => Err(Drift::Cut(Row::typed(kind))),
             None => Ok(()),
         }
     }
 
     fn finish(self) -> Verdict {
-        let outcome = self.judge();
+        let failure = self.judge();
         let final_result = self.final_result();
         let usage = self.usage();
         let answer = final_result
@@ -124,9 +116,9 @@ impl Dialect for Claude {
                 model: self.model.or(self.init_model).or(result_model),
                 stop_reason,
                 usage,
-                last_text: self.last_text,
             },
-            outcome,
+            last_text: self.last_text,
+            failure,
             answer,
         }
     }
@@ -135,7 +127,7 @@ impl Dialect for Claude {
 impl Claude {
     /// `--output-format json --verbose` prints every row as one JSON array on one line; each
     /// element is read exactly as the same row in stream-json would be.
-    fn array(&mut self, line: &[u8]) -> Result<(), String> {
+    fn array(&mut self, line: &[u8]) -> Result<(), Drift> {
         let rows = match serde_json::from_slice::<Vec<Value>>(line) {
             Ok(rows) => rows,
             Err(_) => return unidentified(line),
@@ -143,25 +135,30 @@ impl Claude {
         let mut first_error = None;
         for (index, row) in rows.iter().enumerate() {
             let finding = serde_json::to_vec(row)
-                .map_err(|e| e.to_string())
+                .map_err(|e| Drift::undecodable(Row::Named("an array element"), &e))
                 .and_then(|bytes| self.row(&bytes));
-            if let Err(message) = finding {
-                first_error.get_or_insert(format!("array element {}: {message}", index + 1));
+            if let Err(drift) = finding {
+                first_error.get_or_insert(Drift::InArray {
+                    index: index + 1,
+                    drift: Box::new(drift),
+                });
             }
         }
         first_error.map_or(Ok(()), Err)
     }
 
-    fn row(&mut self, row: &[u8]) -> Result<(), String> {
-        let head = match serde_json::from_slice::<Head<'_>>(row) {
+    fn row(&mut self, row: &[u8]) -> Result<(), Drift> {
+        let head = match serde_json::from_slice::<TypeAndSubtype<'_>>(row) {
             Ok(head) => head,
             Err(_) => return unidentified(row),
         };
         match (head.kind.as_deref(), head.subtype.as_deref()) {
-            (Some("system"), Some("init")) => self.init(decode(row, "system/init")?),
-            (Some("system"), Some("api_retry")) => self.retry(decode(row, "system/api_retry")?),
-            (Some("assistant"), _) => self.assistant(decode(row, "assistant")?)?,
-            (Some("result"), _) => self.result(decode(row, "result")?)?,
+            (Some("system"), Some("init")) => self.init(decode(row, || Row::typed("system/init"))?),
+            (Some("system"), Some("api_retry")) => {
+                self.retry(decode(row, || Row::typed("system/api_retry"))?)
+            }
+            (Some("assistant"), _) => self.assistant(decode(row, || Row::typed("assistant"))?)?,
+            (Some("result"), _) => self.result(decode(row, || Row::typed("result"))?)?,
             _ => {}
         }
         Ok(())
@@ -195,9 +192,12 @@ impl Claude {
         });
     }
 
-    fn assistant(&mut self, row: AssistantRow<'_>) -> Result<(), String> {
+    fn assistant(&mut self, row: AssistantRow<'_>) -> Result<(), Drift> {
         let Some(message) = row.message else {
-            return Err("claude stream carried an assistant row with no message (envelope drift): the parser cannot read it".into());
+            return Err(Drift::Incomplete {
+                row: "an assistant row with no message".into(),
+                why: "the parser cannot read it",
+            });
         };
         if self.result.is_some() {
             self.past_result = true;
@@ -227,18 +227,19 @@ impl Claude {
         if let Some(usage) = message.usage {
             let id = message.id.map(Cow::into_owned);
             if id.is_none() || id != self.last_message_id {
-                self.saw_usage = true;
-                self.summed.input = self.summed.input.saturating_add(usage.prompt_tokens());
-                self.summed.output = self.summed.output.saturating_add(usage.output_tokens);
+                self.summed.add(usage.tokens());
             }
             self.last_message_id = id;
         }
         Ok(())
     }
 
-    fn result(&mut self, row: ResultRow<'_>) -> Result<(), String> {
+    fn result(&mut self, row: ResultRow<'_>) -> Result<(), Drift> {
         let Some(subtype) = row.subtype else {
-            return Err("claude stream carried a result with no subtype (envelope drift): the parser cannot tell success from failure".into());
+            return Err(Drift::Incomplete {
+                row: "a result with no subtype".into(),
+                why: "the parser cannot tell success from failure",
+            });
         };
         if let Some(id) = row.session_id.filter(|id| !id.is_empty()) {
             self.session_id = Some(id.into_owned());
@@ -264,10 +265,7 @@ impl Claude {
                 .filter_map(scalar)
                 .collect(),
             num_turns: row.num_turns,
-            tokens: Tokens {
-                input: usage.prompt_tokens(),
-                output: usage.output_tokens,
-            },
+            tokens: usage.tokens(),
             cost_usd: row.total_cost_usd,
             model,
         });
@@ -281,7 +279,7 @@ impl Claude {
 
     /// The verdict, most specific cause first (an unreadable row, which outranks all of these,
     /// is applied by the parse driver).
-    fn judge(&self) -> Option<Failure> {
+    fn judge(&self) -> Option<RunFailure> {
         let Some(result) = self.final_result() else {
             return Some(self.no_result());
         };
@@ -289,7 +287,7 @@ impl Claude {
         if result.api_error.as_deref() == Some("max_output_tokens")
             || result.stop_reason.as_deref() == Some("max_tokens")
         {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::Truncated,
                 format!(
                     "TRUNCATED: claude's answer hit the output token limit ({said}){}",
@@ -302,7 +300,7 @@ impl Claude {
             result.subtype.as_str(),
             "error_max_turns" | "error_max_budget_usd"
         ) {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::Truncated,
                 format!(
                     "TRUNCATED: claude stopped at a run limit before finishing ({said}){}",
@@ -314,18 +312,18 @@ impl Claude {
             return Some(self.run_failure(result, &said));
         }
         match result.stop_reason.as_deref() {
-            Some("tool_use") => return Some(Failure::new(
+            Some("tool_use") => return Some(RunFailure::new(
                 ErrorClass::Truncated,
                 "TRUNCATED: claude's final turn stopped on \"tool_use\" instead of \"end_turn\", so its text is not a finished answer",
             )),
-            Some("refusal") => return Some(Failure::new(
+            Some("refusal") => return Some(RunFailure::new(
                 ErrorClass::ModelError,
                 "claude's final turn stopped on \"refusal\": the model declined to answer",
             )),
             _ => {}
         }
         if result.num_turns == Some(0) {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::ModelError,
                 format!(
                     "claude's result ran no model turn (num_turns 0), so its text is the CLI's own, not an answer{}",
@@ -334,7 +332,7 @@ impl Claude {
             ));
         }
         if result.text.as_deref().is_none_or(|t| t.trim().is_empty()) {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::EmptyAnswer,
                 "claude's result carried no answer text",
             ));
@@ -342,9 +340,9 @@ impl Claude {
         None
     }
 
-    fn no_result(&self) -> Failure {
+    fn no_result(&self) -> RunFailure {
         if let Some(retry) = &self.last_retry {
-            return Failure::new(
+            return RunFailure::new(
                 ErrorClass::RetryOpen,
                 format!("claude stream ended while an API retry was pending (api_retry {retry}) and before any result row"),
             );
@@ -354,15 +352,15 @@ impl Claude {
         } else {
             "claude stream ended without a result row: the CLI died mid-stream or its print-mode envelope changed"
         };
-        Failure::new(ErrorClass::NoAgentEnd, why)
+        RunFailure::new(ErrorClass::NoAgentEnd, why)
     }
 
     /// A result that says the run failed: an API error Claude Code gave up retrying, or any
     /// other error subtype or `is_error`, reported with the CLI's own text.
-    fn run_failure(&self, result: &RunResult, said: &str) -> Failure {
+    fn run_failure(&self, result: &RunResult, said: &str) -> RunFailure {
         let api_error = result.subtype == "success";
         match &self.last_retry {
-            Some(retry) if api_error && self.retries > 0 => Failure::new(
+            Some(retry) if api_error && self.retries > 0 => RunFailure::new(
                 ErrorClass::RetryExhausted,
                 format!(
                     "claude gave up retrying the API after {} api_retry row(s) (the last: {retry}; {said}){}",
@@ -370,7 +368,7 @@ impl Claude {
                     cause(result)
                 ),
             ),
-            _ => Failure::new(
+            _ => RunFailure::new(
                 ErrorClass::ModelError,
                 format!("claude run failed ({said}){}", cause(result)),
             ),
@@ -379,23 +377,12 @@ impl Claude {
 
     /// The final result's figures when there is one; else the per-message floor.
     fn usage(&self) -> Usage {
-        if let Some(result) = self.final_result() {
-            return Usage {
-                input_tokens: result.tokens.input,
-                output_tokens: result.tokens.output,
+        match self.final_result() {
+            Some(result) => Usage {
                 cost_usd: result.cost_usd,
-                source: UsageSource::Result,
-            };
-        }
-        Usage {
-            input_tokens: self.summed.input,
-            output_tokens: self.summed.output,
-            cost_usd: None,
-            source: if self.saw_usage {
-                UsageSource::Messages
-            } else {
-                UsageSource::None
+                ..result.tokens.usage(UsageSource::Result)
             },
+            None => self.summed.usage(),
         }
     }
 }
@@ -441,21 +428,9 @@ fn scalar(value: &Value) -> Option<String> {
     }
 }
 
-fn decode<'a, T: Deserialize<'a>>(row: &'a [u8], kind: &str) -> Result<T, String> {
-    serde_json::from_slice(row).map_err(|e| {
-        format!("claude stream carried a row of type {kind} that this parser could not decode (envelope drift): {e}")
-    })
-}
-
-/// A line that is not a readable row at all. It is skipped, unless it still names a row that
-/// could change the verdict: that row may have been the failure or the result.
-fn unidentified(line: &[u8]) -> Result<(), String> {
-    match names_verdict_row(line) {
-        Some(kind) => Err(format!(
-            "claude stream carried a MALFORMED {kind} row (envelope drift): the verdict may be lost"
-        )),
-        None => Ok(()),
-    }
+/// A line that is not a readable row at all ([`unreadable_row`]).
+fn unidentified(line: &[u8]) -> Result<(), Drift> {
+    unreadable_row(names_verdict_row(line))
 }
 
 /// The hot path: with `--include-partial-messages` most lines are `stream_event` deltas, and
@@ -475,8 +450,9 @@ fn names_verdict_row(raw: &[u8]) -> Option<&'static str> {
 // Wire shapes: only the fields the rules read. Unknown fields are ignored; a field that is read
 // and has the wrong type fails the decode, which fails the run (fail closed).
 
+/// A row's type and subtype, which together say whether it is read.
 #[derive(Deserialize)]
-struct Head<'a> {
+struct TypeAndSubtype<'a> {
     #[serde(rename = "type", borrow)]
     kind: Option<Cow<'a, str>>,
     #[serde(borrow)]
@@ -516,16 +492,8 @@ struct Message<'a> {
     #[serde(borrow)]
     model: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    content: Option<Vec<Part<'a>>>,
+    content: Option<Vec<TextPart<'a>>>,
     usage: Option<TokenUsage>,
-}
-
-#[derive(Deserialize)]
-struct Part<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    text: Option<Cow<'a, str>>,
 }
 
 /// Anthropic's usage: `input_tokens` counts only the uncached part of the prompt; cache reads
@@ -549,6 +517,13 @@ impl TokenUsage {
         self.input_tokens
             .saturating_add(self.cache_creation_input_tokens)
             .saturating_add(self.cache_read_input_tokens)
+    }
+
+    fn tokens(&self) -> Tokens {
+        Tokens {
+            input: self.prompt_tokens(),
+            output: self.output_tokens,
+        }
     }
 }
 

@@ -16,8 +16,9 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use crate::envelope::{ErrorClass, Usage, UsageSource};
-use crate::parse::{Dialect, Facts, Failure, Verdict};
+use crate::dialect::{decode, unreadable_row, Drift, Head, Row, TextPart, TokenFields, Tokens};
+use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
+use crate::parse::{Dialect, RunFailure, Verdict};
 use crate::sniff::{opens_with_unread_type, raw_type_among};
 
 /// The row types this parser decodes.
@@ -50,8 +51,6 @@ const WORK_ITEMS: &[&str] = &[
 ];
 
 const FAMILY: &str = "codex";
-
-const NO_ITEM_TYPE: &str = "codex stream carried an item.completed with no item type (envelope drift): the parser cannot tell whether it was the answer";
 
 /// How codex words a transient error it is retrying ("Reconnecting... 1/5 (...)").
 const RECONNECTING: &str = "Reconnecting";
@@ -87,23 +86,17 @@ enum Turn {
     Failed(String),
 }
 
-#[derive(Debug, Default, Clone, Copy)]
-struct Tokens {
-    input: u64,
-    output: u64,
-}
-
 impl Dialect for Codex {
     const RUNTIME: &'static str = "codex";
 
-    fn line(&mut self, line: &[u8]) -> Result<(), String> {
+    fn line(&mut self, line: &[u8]) -> Result<(), Drift> {
         if is_skippable_at_a_glance(line) {
             return Ok(());
         }
         // One decode reads every field any row type needs, so a multi-MiB command output is
         // scanned once. A row it cannot read (a field another type reads holds anything here,
         // a duplicate key) is read again type by type: that reading is the one that decides.
-        let row = match serde_json::from_slice::<Row<'_>>(line) {
+        let row = match serde_json::from_slice::<AnyRow<'_>>(line) {
             Ok(row) => row,
             Err(_) => match read_by_type(line)? {
                 Some(row) => row,
@@ -113,26 +106,18 @@ impl Dialect for Codex {
         self.row(row)
     }
 
-    fn cut_line(&self, tail: &[u8]) -> Result<(), String> {
+    fn cut_line(&self, tail: &[u8]) -> Result<(), Drift> {
         match raw_type_among(tail, VERDICT_ROWS) {
-            Some(kind) => Err(format!(
-                "the stream ended in the middle of a row of type {kind} (the CLI died mid-write)"
-            )),
+            Some(kind) => Err(Drift::Cut(Row::typed(kind))),
             None => Ok(()),
         }
     }
 
     fn finish(self) -> Verdict {
-        let outcome = self.judge();
-        let usage = match self.tokens {
-            Some(tokens) => Usage {
-                input_tokens: tokens.input,
-                output_tokens: tokens.output,
-                cost_usd: None,
-                source: UsageSource::Result,
-            },
-            None => Usage::default(),
-        };
+        let failure = self.judge();
+        let usage = self
+            .tokens
+            .map_or_else(Usage::default, |tokens| tokens.usage(UsageSource::Result));
         Verdict {
             facts: Facts {
                 session_id: self.thread_id,
@@ -142,16 +127,16 @@ impl Dialect for Codex {
                 model: None,
                 stop_reason: None,
                 usage,
-                last_text: self.last_text,
             },
-            outcome,
+            last_text: self.last_text,
+            failure,
             answer: self.message.or(self.plan).unwrap_or_default(),
         }
     }
 }
 
 impl Codex {
-    fn row(&mut self, row: Row<'_>) -> Result<(), String> {
+    fn row(&mut self, row: AnyRow<'_>) -> Result<(), Drift> {
         match row.kind.as_deref() {
             Some("thread.started") => self.thread_started(row.thread_id),
             Some("turn.started") => self.turn_started(),
@@ -186,10 +171,7 @@ impl Codex {
         // The figure is the thread's running total (codex reports `usage.total`), so the last
         // one is the run's.
         if let Some(usage) = usage {
-            self.tokens = Some(Tokens {
-                input: usage.input_tokens,
-                output: usage.output_tokens,
-            });
+            self.tokens = Some(Tokens::from(usage));
         }
     }
 
@@ -220,13 +202,16 @@ impl Codex {
         }
     }
 
-    fn item_completed(&mut self, item: Option<Item<'_>>) -> Result<(), String> {
-        let Some(Item {
+    fn item_completed(&mut self, item: Option<CompletedItem<'_>>) -> Result<(), Drift> {
+        let Some(CompletedItem {
             kind: Some(kind),
             text,
         }) = item
         else {
-            return Err(NO_ITEM_TYPE.into());
+            return Err(Drift::Incomplete {
+                row: "an item.completed with no item type".into(),
+                why: "the parser cannot tell whether it was the answer",
+            });
         };
         match kind.as_ref() {
             "agent_message" => {
@@ -256,11 +241,11 @@ impl Codex {
 
     /// The verdict, most specific cause first (an unreadable row, which outranks all of these,
     /// is applied by the parse driver).
-    fn judge(&self) -> Option<Failure> {
+    fn judge(&self) -> Option<RunFailure> {
         match &self.turn {
             Turn::Failed(message) => Some(self.turn_failure(message)),
             Turn::Completed => match &self.error {
-                Some(error) => Some(Failure::new(
+                Some(error) => Some(RunFailure::new(
                     ErrorClass::ModelError,
                     format!("codex reported an error after its turn completed: {error}"),
                 )),
@@ -270,9 +255,9 @@ impl Codex {
         }
     }
 
-    fn turn_failure(&self, message: &str) -> Failure {
+    fn turn_failure(&self, message: &str) -> RunFailure {
         if message.contains(OUTPUT_CAP) {
-            return Failure::new(
+            return RunFailure::new(
                 ErrorClass::Truncated,
                 format!(
                     "TRUNCATED: codex's answer hit the output token limit (turn.failed): {message}"
@@ -280,7 +265,7 @@ impl Codex {
             );
         }
         if self.reconnects > 0 {
-            return Failure::new(
+            return RunFailure::new(
                 ErrorClass::RetryExhausted,
                 format!(
                     "codex gave up after {} reconnect attempt(s) (turn.failed): {message}",
@@ -288,50 +273,50 @@ impl Codex {
                 ),
             );
         }
-        Failure::new(
+        RunFailure::new(
             ErrorClass::ModelError,
             format!("codex turn failed (turn.failed): {message}"),
         )
     }
 
-    fn no_turn_end(&self) -> Failure {
+    fn no_turn_end(&self) -> RunFailure {
         if let Some(reconnect) = &self.open_reconnect {
-            return Failure::new(
+            return RunFailure::new(
                 ErrorClass::RetryOpen,
                 format!("codex stream ended while codex was still retrying ({reconnect}) and without turn.completed"),
             );
         }
         if let Some(error) = &self.error {
-            return Failure::new(
+            return RunFailure::new(
                 ErrorClass::ModelError,
                 format!(
                     "codex reported an error and its stream ended without turn.completed: {error}"
                 ),
             );
         }
-        Failure::new(
+        RunFailure::new(
             ErrorClass::NoAgentEnd,
             "codex stream ended without turn.completed: the turn was interrupted, the CLI died mid-stream, or its --json envelope changed",
         )
     }
 
     /// A completed turn's answer must be a message written after the agent's last tool work.
-    fn answer_failure(&self) -> Option<Failure> {
+    fn answer_failure(&self) -> Option<RunFailure> {
         let answer = self.message.as_ref().or(self.plan.as_ref());
         if let Some(work) = &self.work_after_answer {
             let message = match answer {
                 Some(_) => format!("TRUNCATED: codex's last agent_message was followed by {work} work and no later message, so it is narration, not an answer"),
                 None => format!("TRUNCATED: codex ran {work} work and wrote no agent_message after it"),
             };
-            return Some(Failure::new(ErrorClass::Truncated, message));
+            return Some(RunFailure::new(ErrorClass::Truncated, message));
         }
         match answer {
             Some(text) if !text.trim().is_empty() => None,
-            Some(_) => Some(Failure::new(
+            Some(_) => Some(RunFailure::new(
                 ErrorClass::EmptyAnswer,
                 "codex's final agent_message carried no text",
             )),
-            None => Some(Failure::new(
+            None => Some(RunFailure::new(
                 ErrorClass::EmptyAnswer,
                 "codex's final turn carried no agent_message",
             )),
@@ -340,72 +325,55 @@ impl Codex {
 }
 
 /// The `text` of an answer item: it must be there, or the row is drift.
-fn item_text(text: Option<Cow<'_, str>>, kind: &str) -> Result<String, String> {
-    text.map(Cow::into_owned).ok_or_else(|| {
-        format!(
-            "codex stream carried an item of type {kind} with no text (envelope drift): the answer may be lost"
-        )
+fn item_text(text: Option<Cow<'_, str>>, kind: &str) -> Result<String, Drift> {
+    text.map(Cow::into_owned).ok_or_else(|| Drift::Incomplete {
+        row: format!("an item of type {kind} with no text"),
+        why: "the answer may be lost",
     })
 }
 
 /// The row read the strict way, type by type: only the fields its own type reads are decoded,
 /// so a field that another type reads may hold anything. `None` for a line that is no row.
-fn read_by_type(line: &[u8]) -> Result<Option<Row<'_>>, String> {
+fn read_by_type(line: &[u8]) -> Result<Option<AnyRow<'_>>, Drift> {
     let Ok(head) = serde_json::from_slice::<Head<'_>>(line) else {
         return unidentified(line).map(|()| None);
     };
-    let mut row = Row {
-        kind: head.kind,
-        ..Row::default()
-    };
-    match row.kind.as_deref() {
-        Some("thread.started") => {
-            row.thread_id = decode::<ThreadStarted>(line, "thread.started")?.thread_id
-        }
-        Some("turn.completed") => {
-            row.usage = decode::<TurnCompleted>(line, "turn.completed")?.usage
-        }
-        Some("turn.failed") => row.error = decode::<TurnFailed>(line, "turn.failed")?.error,
-        Some("error") => row.message = decode::<ErrorRow>(line, "error")?.message,
+    let mut row = AnyRow::default();
+    let kind = head.kind;
+    let of_type = || Row::typed(kind.as_deref().unwrap_or_default());
+    match kind.as_deref() {
+        Some("thread.started") => row.thread_id = decode::<ThreadStarted>(line, of_type)?.thread_id,
+        Some("turn.completed") => row.usage = decode::<TurnCompleted>(line, of_type)?.usage,
+        Some("turn.failed") => row.error = decode::<TurnFailed>(line, of_type)?.error,
+        Some("error") => row.message = decode::<ErrorRow>(line, of_type)?.message,
         Some("item.completed") => row.item = read_item_by_type(line)?,
         _ => {}
     }
+    row.kind = kind;
     Ok(Some(row))
 }
 
 /// An `item.completed` item: its type, then its text only for the types whose text is read.
-fn read_item_by_type(line: &[u8]) -> Result<Option<Item<'_>>, String> {
-    let Some(kind) = decode::<ItemCompleted>(line, "item.completed")?
+fn read_item_by_type(line: &[u8]) -> Result<Option<CompletedItem<'_>>, Drift> {
+    let Some(kind) = decode::<ItemCompleted>(line, || Row::typed("item.completed"))?
         .item
         .and_then(|item| item.kind)
     else {
         return Ok(None);
     };
     let text = match kind.as_ref() {
-        "agent_message" | "plan" => decode::<ItemText>(line, &kind)?.item.text,
+        "agent_message" | "plan" => decode::<ItemText>(line, || Row::typed(&kind))?.item.text,
         _ => None,
     };
-    Ok(Some(Item {
+    Ok(Some(CompletedItem {
         kind: Some(kind),
         text,
     }))
 }
 
-fn decode<'a, T: Deserialize<'a>>(line: &'a [u8], kind: &str) -> Result<T, String> {
-    serde_json::from_slice(line).map_err(|e| {
-        format!("codex stream carried a row of type {kind} that this parser could not decode (envelope drift): {e}")
-    })
-}
-
-/// A line that is not a readable row at all. It is skipped, unless it still names a row that
-/// could change the verdict: that row may have been the failure or the answer.
-fn unidentified(line: &[u8]) -> Result<(), String> {
-    match raw_type_among(line, VERDICT_ROWS) {
-        Some(kind) => Err(format!(
-            "codex stream carried a MALFORMED {kind} row (envelope drift): the verdict may be lost"
-        )),
-        None => Ok(()),
-    }
+/// A line that is not a readable row at all ([`unreadable_row`]).
+fn unidentified(line: &[u8]) -> Result<(), Drift> {
+    unreadable_row(raw_type_among(line, VERDICT_ROWS))
 }
 
 /// The hot path: `item.started` and `item.updated` rows (command output) are skipped exactly as
@@ -419,7 +387,7 @@ fn is_skippable_at_a_glance(line: &[u8]) -> bool {
 
 /// Every field that any read row type reads, decoded in one pass.
 #[derive(Default, Deserialize)]
-struct Row<'a> {
+struct AnyRow<'a> {
     #[serde(rename = "type", borrow)]
     kind: Option<Cow<'a, str>>,
     #[serde(borrow)]
@@ -430,23 +398,11 @@ struct Row<'a> {
     #[serde(borrow)]
     message: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    item: Option<Item<'a>>,
+    item: Option<CompletedItem<'a>>,
 }
 
-#[derive(Deserialize)]
-struct Item<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    text: Option<Cow<'a, str>>,
-}
-
-/// A row's type, or an item's.
-#[derive(Deserialize)]
-struct Head<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-}
+/// The `item` of an `item.completed` row: its type and, for an answer, its text.
+type CompletedItem<'a> = TextPart<'a>;
 
 #[derive(Deserialize)]
 struct ThreadStarted<'a> {
@@ -461,13 +417,7 @@ struct TurnCompleted {
 
 /// OpenAI's usage: `cached_input_tokens` is part of `input_tokens`, and reasoning tokens are
 /// part of `output_tokens`, so neither is added.
-#[derive(Deserialize)]
-struct TurnUsage {
-    #[serde(default)]
-    input_tokens: u64,
-    #[serde(default)]
-    output_tokens: u64,
-}
+type TurnUsage = TokenFields;
 
 #[derive(Deserialize)]
 struct TurnFailed<'a> {
@@ -504,7 +454,7 @@ mod tests {
     use super::*;
 
     /// The state one row leaves a fresh reader in, and what reading it returned.
-    fn effect(row: Row<'_>) -> String {
+    fn effect(row: AnyRow<'_>) -> String {
         let mut codex = Codex::default();
         let result = codex.row(row);
         format!("{result:?} {codex:?}")
@@ -546,7 +496,7 @@ mod tests {
                     }
                 }
                 for variant in &variants {
-                    let Ok(one_pass) = serde_json::from_slice::<Row<'_>>(variant) else {
+                    let Ok(one_pass) = serde_json::from_slice::<AnyRow<'_>>(variant) else {
                         continue;
                     };
                     let strict = read_by_type(variant).map(|row| row.map(effect));

@@ -1,6 +1,7 @@
 //! Kimi: Kimi Code (`kimi`, stream-json print mode) and the legacy kimi-cli (`kimi --print`).
 
 pub mod argv;
+pub mod beside;
 pub mod meta;
 pub mod store;
 pub mod stream;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::ndjson::{Item, LineReader};
+use crate::ndjson::{LineReader, Segment};
 use crate::private_file;
 
 /// A wire.jsonl line longer than this is skipped (messages are short; tool output is elsewhere).
@@ -71,11 +71,11 @@ pub fn final_finish(store: &Path, session_id: &str) -> Result<Finish, String> {
         .map_err(|e| format!("cannot read {}: {e}", wire.display()))?;
     let mut reader = LineReader::new(file, MAX_WIRE_LINE);
     let mut last = None;
-    while let Some(item) = reader
-        .next_item()
+    while let Some(segment) = reader
+        .next_segment()
         .map_err(|e| format!("cannot read {}: {e}", wire.display()))?
     {
-        let (Item::Line(line) | Item::Tail(line)) = item else {
+        let (Segment::Line(line) | Segment::Tail(line)) = segment else {
             continue;
         };
         if let Some(finish) = model_message_finish(line) {

@@ -20,20 +20,20 @@
 //! stream adds what it proves: the CLI's own error text, a retry still pending, a Kimi Code run
 //! that never completed, a final message that only called tools, no answer. A failure is
 //! reported in the CLI's own words, never classified from them (no "authentication required"
-//! label: kimi relays its tools' output on the same streams, gitmoot #1857).
+//! label: kimi relays its tools' output on the same streams, so such a label could be a tool's).
 //!
 //! There is no glance fast path: kimi prints whole messages, not deltas, and an unparseable line
 //! is the CLI's own text, which only a full JSON read can tell apart from a row.
 
 use std::borrow::Cow;
-use std::path::PathBuf;
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
-use crate::envelope::{ErrorClass, Usage, UsageSource};
-use crate::ndjson::{Item, LineReader};
-use crate::parse::{Dialect, Facts, Failure, Verdict};
+use super::store::Finish;
+use crate::dialect::{decode, Drift, Row, TextPart, TokenFields, Tokens};
+use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
+use crate::parse::{Dialect, RunFailure, Verdict};
 use crate::sniff::raw_field_is;
 
 /// Rich, which prints the legacy CLI's errors, folds them at this width when stdout is not a
@@ -42,9 +42,6 @@ const FOLD_WIDTH: usize = 80;
 
 /// At most this much of the CLI's own text is kept for the failure message (bounded memory).
 const MAX_PLAIN_TEXT: usize = 16 * 1024;
-
-/// Lines of the stderr file longer than this are skipped (the resume hint is short).
-const MAX_STDERR_LINE: usize = 64 * 1024;
 
 /// The prefix of the resume hint, on stdout (Kimi Code) and stderr (both CLIs).
 const RESUME_HINT: &str = "To resume this session: kimi -r ";
@@ -55,12 +52,22 @@ const STDERR_ERROR: &str = "error: ";
 /// The line Kimi Code prints after its fatal error, which is not part of it.
 const STDERR_LOG_POINTER: &str = "See log: ";
 
+/// The rows this reader must read, as its messages name them.
+const ASSISTANT: &str = "an assistant message";
+const RESUME_HINT_LINE: &str = "a session.resume_hint line";
+const RETRYING_LINE: &str = "a turn.step.retrying line";
+const ERROR_EVENT: &str = "an error event";
+
 /// The kimi dialect's state while the stream is read.
 #[derive(Debug, Default)]
 pub struct Kimi {
-    stderr_file: Option<PathBuf>,
-    /// Kimi Code's session store, where the final message's finish reason is (store.rs).
-    session_store: Option<PathBuf>,
+    /// What the CLI's stderr said, handed in line by line once the stream has ended.
+    stderr: Stderr,
+    /// Why the CLI's stderr could not be read, when it could not.
+    stderr_lost: Option<String>,
+    /// How Kimi Code's session store says the final message ended (store.rs), when the caller
+    /// looked it up; `Err` says why it cannot vouch for it.
+    store_finish: Option<Result<Finish, String>>,
     session_id: Option<String>,
     /// The final assistant message so far.
     last: Option<Message>,
@@ -86,12 +93,15 @@ struct Retry {
     error: String,
 }
 
-/// What the CLI's stderr says.
+/// What the CLI's stderr says: the last resume hint, and the last fatal error Kimi Code printed
+/// (its `error:` line and what follows, up to `See log:`).
 #[derive(Debug, Default)]
-struct StderrFacts {
+struct Stderr {
     session_id: Option<String>,
     /// Kimi Code's fatal error, verbatim.
-    error: Option<String>,
+    error: Option<BoundedText>,
+    /// The lines read are the continuation of that error.
+    in_error: bool,
 }
 
 /// What the verdict needs of one assistant line.
@@ -99,12 +109,6 @@ struct StderrFacts {
 struct Message {
     text: String,
     tools: Vec<String>,
-}
-
-#[derive(Debug, Default, Clone, Copy)]
-struct Tokens {
-    input: u64,
-    output: u64,
 }
 
 /// Text kept for a failure message, bounded so a CLI printing megabytes cannot exhaust memory.
@@ -121,48 +125,64 @@ struct PlainText {
     last_width: usize,
 }
 
+/// What the caller hands in once the stream has ended and before the verdict (see
+/// `beside.rs`, which reads it): this dialect opens no file.
 impl Kimi {
-    /// Reads the session id from the CLI's stderr too, once stdin has ended (the legacy CLI
-    /// prints it nowhere else).
-    pub fn with_stderr_file(stderr_file: Option<PathBuf>) -> Self {
-        Kimi {
-            stderr_file,
-            ..Kimi::default()
-        }
+    /// Reads one line of the CLI's stderr (the legacy CLI prints its session id nowhere else).
+    pub fn stderr_line(&mut self, raw: &[u8]) {
+        self.stderr.line(raw);
     }
 
-    /// Verifies a Kimi Code answer against the session store once the stream has ended: the
-    /// stream alone cannot tell a complete answer from a cut one.
-    pub fn with_session_store(mut self, session_store: Option<PathBuf>) -> Self {
-        self.session_store = session_store;
-        self
+    /// The CLI's stderr could not be read, for the reason `why`: what was read of it is
+    /// dropped, and the run fails as `process` unless the stream proves a failure of its own.
+    pub fn stderr_lost(&mut self, why: String) {
+        self.stderr = Stderr::default();
+        self.stderr_lost = Some(why);
+    }
+
+    /// The stream is Kimi Code's, the one CLI whose session store records how its answer ended.
+    pub fn is_kimi_code(&self) -> bool {
+        self.kimi_code
+    }
+
+    /// The session the run named: on the stream, else in a resume hint on stderr.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id
+            .as_deref()
+            .or(self.stderr.session_id.as_deref())
+    }
+
+    /// How the session store records the final message's end, or why it cannot say: the stream
+    /// alone cannot tell a complete Kimi Code answer from a cut one.
+    pub fn store_finish(&mut self, finish: Result<Finish, String>) {
+        self.store_finish = Some(finish);
     }
 }
 
 impl Dialect for Kimi {
     const RUNTIME: &'static str = "kimi";
 
-    fn line(&mut self, line: &[u8]) -> Result<(), String> {
+    fn line(&mut self, line: &[u8]) -> Result<(), Drift> {
         let head = match serde_json::from_slice::<Head<'_>>(line) {
             Ok(head) => head,
             Err(_) if is_json(line) => return unidentified(line),
             Err(_) => return self.plain_line(line),
         };
         match (head.role.as_deref(), head.kind.as_deref()) {
-            (Some("assistant"), _) => self.assistant(decode(line, "an assistant message")?),
+            (Some("assistant"), _) => self.assistant(decode(line, || Row::Named(ASSISTANT))?),
             (Some("meta"), kind) => {
                 self.kimi_code = true;
                 match kind {
                     Some("session.resume_hint") => {
-                        self.resume_hint(decode(line, "a session.resume_hint line")?)
+                        self.resume_hint(decode(line, || Row::Named(RESUME_HINT_LINE))?)
                     }
                     Some("turn.step.retrying") => {
-                        self.retry(decode(line, "a turn.step.retrying line")?)
+                        self.retry(decode(line, || Row::Named(RETRYING_LINE))?)
                     }
                     _ => {}
                 }
             }
-            (None, Some("error")) => self.error_event(decode(line, "an error event")?),
+            (None, Some("error")) => self.error_event(decode(line, || Row::Named(ERROR_EVENT))?),
             _ => {}
         }
         Ok(())
@@ -171,53 +191,43 @@ impl Dialect for Kimi {
     /// Every kimi line ends with a newline, so bytes after the last one were cut mid-write,
     /// even when they parse: a row this reader needs, or the CLI's own text, fails the run;
     /// the start of any other JSON row identifies nothing and is skipped.
-    fn cut_line(&self, tail: &[u8]) -> Result<(), String> {
+    fn cut_line(&self, tail: &[u8]) -> Result<(), Drift> {
         if let Some(row) = identified_row(tail) {
-            return Err(format!(
-                "the stream ended in the middle of {row} (the CLI died mid-write)"
-            ));
+            return Err(Drift::Cut(Row::Named(row)));
         }
         if opens_like_json(tail) {
             return Ok(());
         }
-        Err(format!(
-            "the stream ended in the middle of a line of kimi's own text (the CLI died mid-write): {}",
-            String::from_utf8_lossy(tail)
-        ))
+        Err(Drift::CutText(String::from_utf8_lossy(tail).into_owned()))
     }
 
-    fn finish(mut self) -> Verdict {
-        let (stderr, stderr_problem) = match self.read_stderr_file() {
-            Ok(facts) => (facts, None),
-            Err(problem) => (StderrFacts::default(), Some(problem)),
-        };
-        if self.session_id.is_none() {
-            self.session_id = stderr.session_id;
-        }
-        let outcome = self
-            .judge(stderr.error.as_deref())
-            .or(stderr_problem)
+    fn finish(self) -> Verdict {
+        let stderr_error = self.stderr.error.as_ref().map(BoundedText::message);
+        let stderr_lost = self.stderr_lost.as_ref().map(|why| {
+            RunFailure::new(
+                ErrorClass::Process,
+                format!("{why}; the session id and errors kimi prints there are lost"),
+            )
+        });
+        let failure = self
+            .judge(stderr_error.as_deref())
+            .or(stderr_lost)
             .or_else(|| self.unfinished());
+        let session_id = self.session_id().map(str::to_string);
         let last = self.last.unwrap_or_default();
         Verdict {
             facts: Facts {
-                session_id: self.session_id,
+                session_id,
                 provider: None,
                 family: Some("kimi".into()),
                 model: None,
                 stop_reason: None,
-                usage: match self.usage {
-                    Some(tokens) => Usage {
-                        input_tokens: tokens.input,
-                        output_tokens: tokens.output,
-                        cost_usd: None,
-                        source: UsageSource::Messages,
-                    },
-                    None => Usage::default(),
-                },
-                last_text: self.last_text,
+                usage: self
+                    .usage
+                    .map_or_else(Usage::default, |tokens| tokens.usage(UsageSource::Messages)),
             },
-            outcome,
+            last_text: self.last_text,
+            failure,
             answer: last.text,
         }
     }
@@ -288,21 +298,22 @@ impl Kimi {
     /// No kimi release prints usage yet; should an assistant line carry one, whether it counts
     /// that message or the run so far is undocumented, and the largest figure seen is a floor
     /// of what was billed under either reading.
-    fn note_usage(&mut self, usage: Option<LineUsage>) {
+    fn note_usage(&mut self, usage: Option<TokenFields>) {
         if let Some(usage) = usage {
-            let seen = self.usage.get_or_insert_with(Tokens::default);
-            seen.input = seen.input.max(usage.input_tokens);
-            seen.output = seen.output.max(usage.output_tokens);
+            self.usage
+                .get_or_insert_with(Tokens::default)
+                .at_least(usage.into());
         }
     }
 
     /// A line that is not JSON: the CLI's own text (the legacy CLI's errors), unless it still
     /// identifies itself as one of the rows this reader must read.
-    fn plain_line(&mut self, line: &[u8]) -> Result<(), String> {
+    fn plain_line(&mut self, line: &[u8]) -> Result<(), Drift> {
         if let Some(row) = identified_row(line) {
-            return Err(format!(
-                "kimi stream carried a MALFORMED line that reads as {row} (envelope drift): the final message may be lost"
-            ));
+            return Err(Drift::Malformed {
+                what: format!("line that reads as {row}"),
+                at_stake: "final message",
+            });
         }
         self.plain.push(&String::from_utf8_lossy(line));
         Ok(())
@@ -314,21 +325,14 @@ impl Kimi {
     /// `error:` line on stderr is a tool's output that Kimi Code relayed.
     /// With `--session-store`, a Kimi Code run whose final message the store does not record
     /// as completed failed as `truncated`; one the store cannot vouch for fails closed.
-    fn unfinished(&self) -> Option<Failure> {
-        let store = self.session_store.as_deref()?;
+    fn unfinished(&self) -> Option<RunFailure> {
+        let finish = self.store_finish.as_ref()?;
         if !self.kimi_code {
             return None;
         }
-        let Some(id) = self.session_id.as_deref() else {
-            return Some(Failure::new(
-                ErrorClass::Truncated,
-                "cannot verify that the answer is complete: the stream named no session to look \
-                 up in the session store",
-            ));
-        };
-        match super::store::final_finish(store, id) {
+        match finish {
             Ok(finish) if finish.is_complete() => None,
-            Ok(finish) => Some(Failure::new(
+            Ok(finish) => Some(RunFailure::new(
                 ErrorClass::Truncated,
                 format!(
                     "Kimi Code's session store records the final answer as unfinished \
@@ -342,14 +346,14 @@ impl Kimi {
                     }
                 ),
             )),
-            Err(why) => Some(Failure::new(
+            Err(why) => Some(RunFailure::new(
                 ErrorClass::Truncated,
                 format!("cannot verify that the answer is complete: {why}"),
             )),
         }
     }
 
-    fn judge(&self, stderr_error: Option<&str>) -> Option<Failure> {
+    fn judge(&self, stderr_error: Option<&str>) -> Option<RunFailure> {
         let own_words = self
             .error_event
             .clone()
@@ -357,14 +361,14 @@ impl Kimi {
             .or_else(|| stderr_error.filter(|_| !self.completed).map(str::to_string));
         if let Some(text) = own_words {
             return Some(match &self.retrying {
-                Some(retry) => Failure::new(
+                Some(retry) => RunFailure::new(
                     ErrorClass::RetryExhausted,
                     match retry.attempt() {
                         Some(attempt) => format!("{text} (kimi gave up retrying after {attempt})"),
                         None => format!("{text} (kimi gave up retrying)"),
                     },
                 ),
-                None => Failure::new(ErrorClass::ModelError, text),
+                None => RunFailure::new(ErrorClass::ModelError, text),
             });
         }
         if let Some(retry) = &self.retrying {
@@ -377,7 +381,7 @@ impl Kimi {
                 .attempt()
                 .map(|attempt| format!(" ({attempt} pending)"))
                 .unwrap_or_default();
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::RetryOpen,
                 format!(
                     "kimi stream ended while Kimi Code was retrying the provider{pending}{cause}"
@@ -385,19 +389,19 @@ impl Kimi {
             ));
         }
         if self.kimi_code && !self.completed {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::NoAgentEnd,
                 "kimi stream ended without a session.resume_hint: Kimi Code writes it only once the prompt has completed, so this run did not (it failed, was killed or was cut off)",
             ));
         }
         let Some(last) = &self.last else {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::EmptyAnswer,
                 "kimi stream carried no assistant message",
             ));
         };
         if !last.tools.is_empty() {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::Truncated,
                 format!(
                     "TRUNCATED: kimi's final assistant message called tools ({}) and the stream ended before an answer came",
@@ -406,59 +410,37 @@ impl Kimi {
             ));
         }
         if last.text.trim().is_empty() {
-            return Some(Failure::new(
+            return Some(RunFailure::new(
                 ErrorClass::EmptyAnswer,
                 "kimi's final assistant message carried no text",
             ));
         }
         None
     }
+}
 
-    /// Reads the CLI's stderr once stdin has ended: the last resume hint, and the last fatal
-    /// error Kimi Code printed (its `error:` line and what follows, up to `See log:`).
-    fn read_stderr_file(&self) -> Result<StderrFacts, Failure> {
-        let mut facts = StderrFacts::default();
-        let Some(path) = &self.stderr_file else {
-            return Ok(facts);
-        };
-        let cannot_read = |e: std::io::Error| {
-            Failure::new(
-                ErrorClass::Process,
-                format!(
-                    "cannot read --stderr-file {}: {e}; the session id and errors kimi prints there are lost",
-                    path.display()
-                ),
-            )
-        };
-        let file = crate::private_file::open_regular(path).map_err(cannot_read)?;
-        let mut reader = LineReader::new(file, MAX_STDERR_LINE);
-        let mut error: Option<BoundedText> = None;
-        let mut in_error = false;
-        while let Some(item) = reader.next_item().map_err(cannot_read)? {
-            let (Item::Line(raw) | Item::Tail(raw)) = item else {
-                continue;
-            };
-            let decoded = String::from_utf8_lossy(raw);
-            let line = strip_ansi(&decoded);
-            let line = line.trim_end();
-            if let Some(id) = resume_hint_id(line) {
-                facts.session_id = Some(id);
-                in_error = false;
-            } else if line.starts_with(STDERR_ERROR) {
-                let mut text = BoundedText::default();
-                text.push(None, line);
-                error = Some(text);
-                in_error = true;
-            } else if line.starts_with(STDERR_LOG_POINTER) {
-                in_error = false;
-            } else if in_error && !line.trim().is_empty() {
-                if let Some(text) = error.as_mut() {
-                    text.push(Some('\n'), line);
-                }
+impl Stderr {
+    /// Reads one line: a resume hint, the opening of a fatal error, its end (`See log:`), or a
+    /// line of the error that is open.
+    fn line(&mut self, raw: &[u8]) {
+        let decoded = String::from_utf8_lossy(raw);
+        let line = strip_ansi(&decoded);
+        let line = line.trim_end();
+        if let Some(id) = resume_hint_id(line) {
+            self.session_id = Some(id);
+            self.in_error = false;
+        } else if line.starts_with(STDERR_ERROR) {
+            let mut text = BoundedText::default();
+            text.push(None, line);
+            self.error = Some(text);
+            self.in_error = true;
+        } else if line.starts_with(STDERR_LOG_POINTER) {
+            self.in_error = false;
+        } else if self.in_error && !line.trim().is_empty() {
+            if let Some(text) = self.error.as_mut() {
+                text.push(Some('\n'), line);
             }
         }
-        facts.error = error.map(|text| text.message());
-        Ok(facts)
     }
 }
 
@@ -558,13 +540,13 @@ fn identified_row(raw: &[u8]) -> Option<&'static str> {
         return None;
     }
     if raw_field_is(raw, "role", "assistant") {
-        Some("an assistant message")
+        Some(ASSISTANT)
     } else if raw_field_is(raw, "type", "session.resume_hint") {
-        Some("a session.resume_hint line")
+        Some(RESUME_HINT_LINE)
     } else if raw_field_is(raw, "type", "turn.step.retrying") {
-        Some("a turn.step.retrying line")
+        Some(RETRYING_LINE)
     } else if raw_field_is(raw, "type", "error") {
-        Some("an error event")
+        Some(ERROR_EVENT)
     } else {
         None
     }
@@ -572,11 +554,12 @@ fn identified_row(raw: &[u8]) -> Option<&'static str> {
 
 /// A JSON line whose head did not decode (a `role` or `type` that is not a string). It is
 /// skipped, unless it still identifies itself as a row this reader must read.
-fn unidentified(line: &[u8]) -> Result<(), String> {
+fn unidentified(line: &[u8]) -> Result<(), Drift> {
     match identified_row(line) {
-        Some(row) => Err(format!(
-            "kimi stream carried {row} this parser could not decode (envelope drift): its role or type is not a string"
-        )),
+        Some(row) => Err(Drift::Undecodable {
+            row: Row::Named(row),
+            error: "its role or type is not a string".into(),
+        }),
         None => Ok(()),
     }
 }
@@ -587,12 +570,6 @@ fn opens_like_json(raw: &[u8]) -> bool {
 
 fn is_json(line: &[u8]) -> bool {
     serde_json::from_slice::<IgnoredAny>(line).is_ok()
-}
-
-fn decode<'a, T: Deserialize<'a>>(line: &'a [u8], kind: &str) -> Result<T, String> {
-    serde_json::from_slice(line).map_err(|e| {
-        format!("kimi stream carried {kind} this parser could not decode (envelope drift): {e}")
-    })
 }
 
 // Wire shapes: only the fields the rules read. Unknown fields are ignored; a field that is read
@@ -612,7 +589,7 @@ struct AssistantLine<'a> {
     content: Option<Content<'a>>,
     #[serde(borrow)]
     tool_calls: Option<Vec<ToolCall<'a>>>,
-    usage: Option<LineUsage>,
+    usage: Option<TokenFields>,
 }
 
 /// Kimi Code and a one-part legacy message print a string; the legacy CLI prints parts
@@ -621,15 +598,7 @@ struct AssistantLine<'a> {
 #[serde(untagged)]
 enum Content<'a> {
     Text(#[serde(borrow)] Cow<'a, str>),
-    Parts(#[serde(borrow)] Vec<Part<'a>>),
-}
-
-#[derive(Deserialize)]
-struct Part<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    text: Option<Cow<'a, str>>,
+    Parts(#[serde(borrow)] Vec<TextPart<'a>>),
 }
 
 #[derive(Deserialize)]
@@ -667,14 +636,6 @@ struct ErrorEvent<'a> {
     retryable: Option<bool>,
 }
 
-#[derive(Deserialize)]
-struct LineUsage {
-    #[serde(default)]
-    input_tokens: u64,
-    #[serde(default)]
-    output_tokens: u64,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -691,6 +652,24 @@ mod tests {
         );
         assert_eq!(resume_hint_id("To resume this session: kimi -r "), None);
         assert_eq!(resume_hint_id("kimi -r abc"), None);
+    }
+
+    #[test]
+    fn stderr_lines_give_the_session_and_the_error_until_stderr_is_lost() {
+        let mut kimi = Kimi::default();
+        kimi.stderr_line(b"\x1b[31merror: failed to run prompt\x1b[39m");
+        kimi.stderr_line(b"  provider.api_error: 401");
+        kimi.stderr_line(b"See log: /tmp/kimi.log");
+        kimi.stderr_line(b"To resume this session: kimi -r session_1");
+        assert_eq!(kimi.session_id(), Some("session_1"));
+        let error = kimi.stderr.error.as_ref().map(BoundedText::message);
+        assert_eq!(
+            error.as_deref(),
+            Some("error: failed to run prompt\n  provider.api_error: 401")
+        );
+        kimi.stderr_lost("cannot read --stderr-file err.txt: gone".into());
+        assert_eq!(kimi.session_id(), None);
+        assert!(kimi.stderr.error.is_none());
     }
 
     #[test]

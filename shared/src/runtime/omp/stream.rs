@@ -1,16 +1,18 @@
 //! omp's `-p --mode=json` NDJSON stream, read into a verdict.
 //!
-//! omp is a fork of pi and writes the same event vocabulary, so the rules of seed 000 live in
-//! [`crate::runtime::pi_family`]; this module says only what is omp's own: a terminal
-//! `agent_end` is one whose `isTerminal` is not false, and under an OTEL telemetry config every
-//! `agent_end` carries a run-level usage rollup (`telemetry.usage.inputTokens/outputTokens`).
+//! omp is a fork of pi and writes the same event vocabulary, so the verdict rules (the numbered
+//! list under DESCRIPTION in man/moot-parse-omp.1) live in [`crate::runtime::pi_family`]; this
+//! module says only what is omp's own: a terminal `agent_end` is one whose `isTerminal` is not
+//! false, and under an OTEL telemetry config every `agent_end` carries a run-level usage rollup
+//! (`telemetry.usage.inputTokens/outputTokens`).
 //! omp exits 0 when a turn fails in json mode, retries provider failures on the same stream, and
 //! closes a `--max-time` trip with a clean-looking terminal `agent_end`: the stream decides.
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
-use crate::runtime::pi_family::{self, AgentEnd, Flavor, PiFamily, Tokens, FAMILY_EVENTS};
+use crate::dialect::Tokens;
+use crate::runtime::pi_family::{self, AgentEnd, Flavor, PiFamily};
 
 /// The omp dialect.
 pub type Omp = PiFamily<OmpFlavor>;
@@ -28,7 +30,6 @@ pub fn family_of(provider: &str) -> String {
 impl Flavor for OmpFlavor {
     const RUNTIME: &'static str = "omp";
     const MODE_FLAG: &'static str = "--mode=json";
-    const LOAD_BEARING: &'static [&'static str] = FAMILY_EVENTS;
     const NOT_TERMINAL: &'static str = "omp stream ended on a non-terminal agent_end (isTerminal false): it stopped between scheduled continuations (retry, model fallback or auto-compaction)";
 
     type AgentEnd = OmpAgentEnd;
@@ -41,11 +42,6 @@ impl Flavor for OmpFlavor {
                 output: usage.output_tokens,
             }),
         }
-    }
-
-    /// omp writes no load-bearing event type beyond the family's.
-    fn own_event(&mut self, _kind: &str, _line: &[u8]) -> Result<(), String> {
-        Ok(())
     }
 }
 

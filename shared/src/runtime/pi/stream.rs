@@ -17,9 +17,10 @@
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
+use crate::dialect::{Drift, Tokens};
 use crate::envelope::ErrorClass;
-use crate::parse::Failure;
-use crate::runtime::pi_family::{self, AgentEnd, Assistant, Flavor, PiFamily, Tokens, TypeOnly};
+use crate::parse::RunFailure;
+use crate::runtime::pi_family::{self, AgentEnd, Assistant, Flavor, PiFamily, TypeOnly};
 
 /// The pi dialect.
 pub type Pi = PiFamily<PiFlavor>;
@@ -47,15 +48,7 @@ impl PiFlavor {
 impl Flavor for PiFlavor {
     const RUNTIME: &'static str = "pi";
     const MODE_FLAG: &'static str = "--mode json";
-    const LOAD_BEARING: &'static [&'static str] = &[
-        "session",
-        "agent_start",
-        "message_end",
-        "auto_retry_start",
-        "auto_retry_end",
-        "agent_end",
-        "agent_settled",
-    ];
+    const OWN_EVENTS: &'static [&'static str] = &["agent_settled"];
     const NOT_TERMINAL: &'static str = "pi stream ended on an agent_end with willRetry true: pi had scheduled another run (a retry, a compaction retry or a queued continuation) that never came";
 
     type AgentEnd = PiAgentEnd;
@@ -68,28 +61,27 @@ impl Flavor for PiFlavor {
         }
     }
 
-    /// `agent_settled` is the only type of LOAD_BEARING the family does not read itself.
-    fn own_event(&mut self, kind: &str, line: &[u8]) -> Result<(), String> {
-        if pi_family::decode::<Self, TypeOnly>(line, kind)?.is_some() {
+    fn own_event(&mut self, kind: &str, line: &[u8]) -> Result<(), Drift> {
+        if pi_family::decode_event::<TypeOnly>(line, kind)?.is_some() {
             self.settles = true;
             self.settled = true;
         }
         Ok(())
     }
 
-    fn unfinished(&self) -> Option<Failure> {
+    fn unfinished(&self) -> Option<RunFailure> {
         (self.settles && !self.settled).then(|| {
-            Failure::new(
+            RunFailure::new(
                 ErrorClass::NotTerminal,
                 "pi stream ended on an agent_end without its agent_settled, although this pi settled an earlier run: it stopped while pi still had work scheduled",
             )
         })
     }
 
-    fn suspect_answer(&self, last: &Assistant) -> Option<Failure> {
+    fn suspect_answer(&self, last: &Assistant) -> Option<RunFailure> {
         let unmetered = last.usage == Some(Tokens::default());
         (!self.accept_unmetered && unmetered && last.stop_reason.as_deref() == Some("stop")).then(|| {
-            Failure::new(
+            RunFailure::new(
                 ErrorClass::Truncated,
                 "TRUNCATED: pi's final assistant message stopped on \"stop\" but reports zero token usage, the mark of a provider stream that closed before its final chunk (pi takes that for a finished answer); pass --accept-unmetered if this provider never reports usage",
             )

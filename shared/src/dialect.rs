@@ -1,0 +1,297 @@
+//! What every runtime's stream dialect shares: the typed drift a line can show, the decode that
+//! reports it, the one-field row head, and token counts.
+//!
+//! A dialect says what went wrong with a row as a [`Drift`]; the parse driver
+//! ([`crate::parse`]) words it once, with the runtime's name and the line number, so no dialect
+//! pastes its own name into its messages.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserialize;
+
+use crate::envelope::{Usage, UsageSource};
+
+/// A row the dialect had to read and could not (envelope drift). Reading goes on, but the run
+/// fails as `malformed_stream` with the first one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Drift {
+    /// A row the dialect reads did not decode; `error` is serde's reason.
+    Undecodable { row: Row, error: String },
+    /// A line that is no readable row still names one the dialect reads: `what` is how it reads
+    /// (`result row`), `at_stake` what may be lost with it (`verdict`).
+    Malformed {
+        what: String,
+        at_stake: &'static str,
+    },
+    /// A row decoded but lacks what the rules need: `row` says which and what it lacks (`an
+    /// assistant row with no message`), `why` what that costs.
+    Incomplete { row: String, why: &'static str },
+    /// The stream ended in the middle of a row the dialect reads.
+    Cut(Row),
+    /// The stream ended in the middle of a line of the CLI's own text (not JSON), given here.
+    CutText(String),
+    /// An element of a JSON array of rows (claude's `--output-format json --verbose`) drifted.
+    InArray { index: usize, drift: Box<Drift> },
+}
+
+/// How a message names a row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Row {
+    /// By its type: `noun` is `a row` or `an event`, `kind` the type (`a row of type result`).
+    OfType { noun: &'static str, kind: String },
+    /// By what it is (`an assistant message`, `the --output-format json array`).
+    Named(&'static str),
+}
+
+impl Row {
+    /// `a row of type <kind>`.
+    pub fn typed(kind: &str) -> Row {
+        Row::OfType {
+            noun: "a row",
+            kind: kind.to_string(),
+        }
+    }
+
+    /// `an event of type <kind>`.
+    pub fn event(kind: &str) -> Row {
+        Row::OfType {
+            noun: "an event",
+            kind: kind.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for Row {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Row::OfType { noun, kind } => write!(f, "{noun} of type {kind}"),
+            Row::Named(name) => f.write_str(name),
+        }
+    }
+}
+
+impl Drift {
+    /// A decode of `row` that failed with `error`.
+    pub fn undecodable(row: Row, error: &serde_json::Error) -> Drift {
+        Drift::Undecodable {
+            row,
+            error: error.to_string(),
+        }
+    }
+
+    /// The message, worded for `runtime`'s stream.
+    pub fn describe(&self, runtime: &str) -> String {
+        match self {
+            // A row named by its type reads "... of type X that this parser ...", one named by
+            // what it is "... an assistant message this parser ..." (kimi's wording).
+            Drift::Undecodable { row, error } => {
+                let that = match row {
+                    Row::OfType { .. } => " that",
+                    Row::Named(_) => "",
+                };
+                format!("{runtime} stream carried {row}{that} this parser could not decode (envelope drift): {error}")
+            }
+            Drift::Malformed { what, at_stake } => format!(
+                "{runtime} stream carried a MALFORMED {what} (envelope drift): the {at_stake} may be lost"
+            ),
+            Drift::Incomplete { row, why } => {
+                format!("{runtime} stream carried {row} (envelope drift): {why}")
+            }
+            Drift::Cut(row) => {
+                format!("the stream ended in the middle of {row} (the CLI died mid-write)")
+            }
+            Drift::CutText(text) => format!(
+                "the stream ended in the middle of a line of {runtime}'s own text (the CLI died mid-write): {text}"
+            ),
+            Drift::InArray { index, drift } => {
+                format!("array element {index}: {}", drift.describe(runtime))
+            }
+        }
+    }
+}
+
+/// Judges a line that is no readable row at all, given the verdict row its raw bytes still name
+/// (if any): it is skipped, unless it names one, which may have been the failure or the answer.
+pub fn unreadable_row(names: Option<&str>) -> Result<(), Drift> {
+    match names {
+        Some(kind) => Err(Drift::Malformed {
+            what: format!("{kind} row"),
+            at_stake: "verdict",
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Decodes a row the dialect reads; one that does not decode is [`Drift::Undecodable`].
+pub fn decode<'a, T: Deserialize<'a>>(
+    line: &'a [u8],
+    row: impl FnOnce() -> Row,
+) -> Result<T, Drift> {
+    serde_json::from_slice(line).map_err(|e| Drift::undecodable(row(), &e))
+}
+
+/// A row's type alone: decoded first, so that only the rows a dialect reads are decoded whole.
+#[derive(Deserialize)]
+pub struct Head<'a> {
+    #[serde(rename = "type", borrow)]
+    pub kind: Option<Cow<'a, str>>,
+}
+
+/// A piece of typed text: a message's content part (`{"type":"text","text":...}`), or a codex
+/// item.
+#[derive(Deserialize)]
+pub struct TextPart<'a> {
+    #[serde(rename = "type", borrow)]
+    pub kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub text: Option<Cow<'a, str>>,
+}
+
+/// Usage as OpenAI-style rows spell it (codex's turns, kimi's messages); a figure left out is 0.
+#[derive(Deserialize)]
+pub struct TokenFields {
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+}
+
+impl From<TokenFields> for Tokens {
+    fn from(fields: TokenFields) -> Tokens {
+        Tokens {
+            input: fields.input_tokens,
+            output: fields.output_tokens,
+        }
+    }
+}
+
+/// Prompt and answer tokens.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Tokens {
+    pub input: u64,
+    pub output: u64,
+}
+
+impl Tokens {
+    /// Adds `more`, saturating (a hostile stream cannot wrap the count).
+    pub fn add(&mut self, more: Tokens) {
+        self.input = self.input.saturating_add(more.input);
+        self.output = self.output.saturating_add(more.output);
+    }
+
+    /// Keeps the larger figure on each axis.
+    pub fn at_least(&mut self, seen: Tokens) {
+        self.input = self.input.max(seen.input);
+        self.output = self.output.max(seen.output);
+    }
+
+    /// The envelope's usage, with no cost.
+    pub fn usage(self, source: UsageSource) -> Usage {
+        Usage {
+            input_tokens: self.input,
+            output_tokens: self.output,
+            cost_usd: None,
+            source,
+        }
+    }
+}
+
+/// Usage summed over the assistant messages that carried one: a floor of what was billed.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MessageSum {
+    pub tokens: Tokens,
+    /// At least one message carried usage.
+    pub seen: bool,
+}
+
+impl MessageSum {
+    pub fn add(&mut self, tokens: Tokens) {
+        self.seen = true;
+        self.tokens.add(tokens);
+    }
+
+    /// The sum as the envelope's usage: `messages`, or `none` when no message carried any.
+    pub fn usage(self) -> Usage {
+        self.tokens.usage(if self.seen {
+            UsageSource::Messages
+        } else {
+            UsageSource::None
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each wording as the parsers' goldens print it.
+    #[test]
+    fn drift_is_worded_with_the_runtime() {
+        let error = serde_json::from_slice::<u64>(b"\"x\"").unwrap_err();
+        let cases = [
+            (
+                Drift::undecodable(Row::typed("result"), &error),
+                format!("claude stream carried a row of type result that this parser could not decode (envelope drift): {error}"),
+            ),
+            (
+                Drift::undecodable(Row::Named("an error event"), &error),
+                format!("claude stream carried an error event this parser could not decode (envelope drift): {error}"),
+            ),
+            (
+                Drift::Malformed {
+                    what: "assistant message_end".into(),
+                    at_stake: "final turn",
+                },
+                "claude stream carried a MALFORMED assistant message_end (envelope drift): the final turn may be lost".into(),
+            ),
+            (
+                Drift::Incomplete {
+                    row: "a result with no subtype".into(),
+                    why: "the parser cannot tell success from failure",
+                },
+                "claude stream carried a result with no subtype (envelope drift): the parser cannot tell success from failure".into(),
+            ),
+            (
+                Drift::Cut(Row::event("agent_end")),
+                "the stream ended in the middle of an event of type agent_end (the CLI died mid-write)".into(),
+            ),
+            (
+                Drift::CutText("Error code".into()),
+                "the stream ended in the middle of a line of claude's own text (the CLI died mid-write): Error code".into(),
+            ),
+            (
+                Drift::InArray {
+                    index: 2,
+                    drift: Box::new(Drift::Cut(Row::Named("the array"))),
+                },
+                "array element 2: the stream ended in the middle of the array (the CLI died mid-write)".into(),
+            ),
+        ];
+        for (drift, wording) in cases {
+            assert_eq!(drift.describe("claude"), wording);
+        }
+    }
+
+    #[test]
+    fn sums_saturate_and_remember_whether_anything_was_counted() {
+        let mut sum = MessageSum::default();
+        assert_eq!(sum.usage().source, UsageSource::None);
+        sum.add(Tokens {
+            input: u64::MAX,
+            output: 1,
+        });
+        sum.add(Tokens {
+            input: 1,
+            output: 2,
+        });
+        assert_eq!(
+            sum.tokens,
+            Tokens {
+                input: u64::MAX,
+                output: 3
+            }
+        );
+        assert_eq!(sum.usage().source, UsageSource::Messages);
+    }
+}
