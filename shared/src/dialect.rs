@@ -1,5 +1,7 @@
-//! What every runtime's stream dialect shares: the typed drift a line can show, the decode that
-//! reports it, the one-field row head, and token counts.
+//! The parser contract, and what every runtime's stream dialect shares: the [`Dialect`] trait and
+//! the [`Verdict`] it returns, the typed drift a line can show, the decode that reports it, the
+//! one-field row head, and token counts. Runtime modules are written against this module and
+//! never against the parse driver (src/parse.rs).
 //!
 //! A dialect says what went wrong with a row as a [`Drift`]; the parse driver
 //! ([`crate::parse`]) words it once, with the runtime's name and the line number, so no dialect
@@ -10,7 +12,55 @@ use std::fmt;
 
 use serde::Deserialize;
 
-use crate::envelope::{Usage, UsageSource};
+use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
+
+/// What a runtime's stream says, line by line.
+pub trait Dialect {
+    /// The runtime name printed as `run.runtime`.
+    const RUNTIME: &'static str;
+
+    /// Reads one complete, non-blank line. `Err` names a row the dialect had to read and could
+    /// not (envelope drift); the run then fails as `malformed_stream`, but reading goes on so
+    /// that usage and the session id are still collected.
+    fn line(&mut self, line: &[u8]) -> Result<(), Drift>;
+
+    /// Judges the bytes after the last newline of a stream that ended without one: a row whose
+    /// writer was cut off, even when the bytes happen to parse (the CLIs end every row with a
+    /// newline, and a stream cut just before it must not pass for a whole one). `Err` when they
+    /// identify a row the dialect reads, `Ok` when they identify nothing.
+    fn cut_line(&self, tail: &[u8]) -> Result<(), Drift>;
+
+    /// The verdict the stream proves, once it has ended.
+    fn finish(self) -> Verdict;
+}
+
+/// What a dialect concluded.
+#[derive(Debug, Default)]
+pub struct Verdict {
+    pub facts: Facts,
+    /// Why the run failed; `None` when `answer` is the run's finished answer.
+    pub failure: Option<RunFailure>,
+    /// The final answer text (on a failed run, kept for diagnosis only).
+    pub answer: String,
+    /// The last non-blank assistant text, kept for diagnosis of a failed run.
+    pub last_text: Option<String>,
+}
+
+/// Why a run failed: what becomes the envelope's `run.error` (with the last text added).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunFailure {
+    pub class: ErrorClass,
+    pub message: String,
+}
+
+impl RunFailure {
+    pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
+        RunFailure {
+            class,
+            message: message.into(),
+        }
+    }
+}
 
 /// A row the dialect had to read and could not (envelope drift). Reading goes on, but the run
 /// fails as `malformed_stream` with the first one.

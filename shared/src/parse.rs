@@ -17,8 +17,8 @@ use clap::Args;
 use nix::fcntl::{fcntl, FcntlArg};
 use serde_json::Value;
 
-use crate::dialect::Drift;
-use crate::envelope::{Envelope, ErrorClass, Facts, Run, RunError};
+use crate::dialect::{Dialect, RunFailure, Verdict};
+use crate::envelope::{Envelope, ErrorClass, Run, RunError};
 use crate::gitmoot_result::{self, ResultError};
 use crate::ndjson::{self, LineReader, Segment};
 use crate::outcome::{Bearing, ProcessOutcome};
@@ -32,54 +32,6 @@ pub const EXIT_RUN_FAILED: u8 = 1;
 /// Exit status of a usage or I/O error: bad flags, unreadable stdin, unwritable stdout, a
 /// `--cleanup` directory left behind.
 pub const EXIT_USAGE: u8 = 2;
-
-/// What a runtime's stream says, line by line.
-pub trait Dialect {
-    /// The runtime name printed as `run.runtime`.
-    const RUNTIME: &'static str;
-
-    /// Reads one complete, non-blank line. `Err` names a row the dialect had to read and could
-    /// not (envelope drift); the run then fails as `malformed_stream`, but reading goes on so
-    /// that usage and the session id are still collected.
-    fn line(&mut self, line: &[u8]) -> Result<(), Drift>;
-
-    /// Judges the bytes after the last newline of a stream that ended without one: a row whose
-    /// writer was cut off, even when the bytes happen to parse (the CLIs end every row with a
-    /// newline, and a stream cut just before it must not pass for a whole one). `Err` when they
-    /// identify a row the dialect reads, `Ok` when they identify nothing.
-    fn cut_line(&self, tail: &[u8]) -> Result<(), Drift>;
-
-    /// The verdict the stream proves, once it has ended.
-    fn finish(self) -> Verdict;
-}
-
-/// What a dialect concluded.
-#[derive(Debug, Default)]
-pub struct Verdict {
-    pub facts: Facts,
-    /// Why the run failed; `None` when `answer` is the run's finished answer.
-    pub failure: Option<RunFailure>,
-    /// The final answer text (on a failed run, kept for diagnosis only).
-    pub answer: String,
-    /// The last non-blank assistant text, kept for diagnosis of a failed run.
-    pub last_text: Option<String>,
-}
-
-/// Why a run failed: what becomes the envelope's `run.error` (with the last text added).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunFailure {
-    pub class: ErrorClass,
-    pub message: String,
-}
-
-impl RunFailure {
-    pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
-        RunFailure {
-            class,
-            message: message.into(),
-        }
-    }
-}
 
 /// The flags every parser takes.
 #[derive(Debug, Clone, Args)]

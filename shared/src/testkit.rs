@@ -478,7 +478,7 @@ pub fn check_envelope(json: &str, input_len: u64, require_result: bool) -> serde
 
 /// The envelope `dialect` prints for `stream` with the default flags, the result required or
 /// not (`--text`), checked against the envelope contract ([`check_envelope`]).
-pub fn envelope_of<D: crate::parse::Dialect>(
+pub fn envelope_of<D: crate::dialect::Dialect>(
     dialect: D,
     stream: &[u8],
     require_result: bool,
@@ -492,7 +492,7 @@ pub fn envelope_of<D: crate::parse::Dialect>(
     check_envelope(&json, stream.len() as u64, require_result)
 }
 
-fn succeeds<D: crate::parse::Dialect>(dialect: D, stream: &[u8], require_result: bool) -> bool {
+fn succeeds<D: crate::dialect::Dialect>(dialect: D, stream: &[u8], require_result: bool) -> bool {
     envelope_of(dialect, stream, require_result)["run"]["ok"] == true
 }
 
@@ -532,7 +532,7 @@ pub fn verdict(mut envelope: serde_json::Value) -> serde_json::Value {
 /// not read, shaped like its real rows and naming what it does read inside) inserted at every
 /// line boundary of every golden case of `dialect` that takes no flags leaves the verdict
 /// exactly as it was. Returns the number of streams compared.
-pub fn check_unknown_rows<D: crate::parse::Dialect>(
+pub fn check_unknown_rows<D: crate::dialect::Dialect>(
     dialect: &str,
     new: impl Fn() -> D,
     unknown: &[&str],
@@ -600,7 +600,7 @@ fn is_a_whole_run(prefix: &[u8], ends_a_run: impl Fn(&[u8]) -> bool) -> bool {
 /// or not. The one exception is a cut that ends a whole earlier run ([`is_a_whole_run`]): omp
 /// and pi can write several runs to one stream, and a stream cut just after one is byte for
 /// byte a whole run. Returns the number of cuts checked.
-pub fn check_truncation<D: crate::parse::Dialect>(
+pub fn check_truncation<D: crate::dialect::Dialect>(
     dialect: &str,
     new: impl Fn() -> D,
     ends_a_run: impl Fn(&[u8]) -> bool,

@@ -21,9 +21,9 @@ use serde::Deserialize;
 use serde_json::error::Category;
 use serde_json::Value;
 
+use crate::dialect::{Dialect, RunFailure, Verdict};
 use crate::dialect::{Drift, Head, MessageSum, Row, TextPart, Tokens};
 use crate::envelope::{ErrorClass, Facts, UsageSource};
-use crate::parse::{Dialect, RunFailure, Verdict};
 use crate::sniff::{opening_type, raw_field_is, raw_type_among};
 
 /// The event types every member of the family writes and this module reads.

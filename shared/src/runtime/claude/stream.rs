@@ -18,8 +18,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::dialect::{decode, unreadable_row, Drift, MessageSum, Row, TextPart, Tokens};
+use crate::dialect::{Dialect, RunFailure, Verdict};
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
-use crate::parse::{Dialect, RunFailure, Verdict};
 use crate::sniff::{opens_with_unread_type, raw_has_key, raw_type_among};
 
 /// The row types this parser decodes.

@@ -17,8 +17,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 
 use crate::dialect::{decode, unreadable_row, Drift, Head, Row, TextPart, TokenFields, Tokens};
+use crate::dialect::{Dialect, RunFailure, Verdict};
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
-use crate::parse::{Dialect, RunFailure, Verdict};
 use crate::sniff::{opens_with_unread_type, raw_type_among};
 
 /// The row types this parser decodes.

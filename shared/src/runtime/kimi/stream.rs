@@ -32,8 +32,8 @@ use serde::Deserialize;
 
 use super::store::Finish;
 use crate::dialect::{decode, Drift, Row, TextPart, TokenFields, Tokens};
+use crate::dialect::{Dialect, RunFailure, Verdict};
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
-use crate::parse::{Dialect, RunFailure, Verdict};
 use crate::sniff::raw_field_is;
 
 /// Rich, which prints the legacy CLI's errors, folds them at this width when stdout is not a

@@ -17,9 +17,9 @@
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
+use crate::dialect::RunFailure;
 use crate::dialect::{Drift, Tokens};
 use crate::envelope::ErrorClass;
-use crate::parse::RunFailure;
 use crate::runtime::pi_family::{self, AgentEnd, Assistant, Flavor, PiFamily, TypeOnly};
 
 /// The pi dialect.
