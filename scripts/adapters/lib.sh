@@ -244,15 +244,26 @@ moot_adapter() {
     # Its one diagnostic line goes to stderr, or waits in the scratch when the CLI's stderr may
     # have to be named beside it.
     if [ -n "$moot_stderr" ]; then exec 5>"$moot_work/diagnostic"; else exec 5>&2; fi
+    # The parser acknowledges a delivered answer with `complete <status>` once its output is
+    # flushed. Read through a descriptor opened now, it outlives the parser's --cleanup; neither
+    # the CLI nor the parser inherits it.
+    : >"$moot_work/out/completion" && exec 6<"$moot_work/out/completion" ||
+        moot_die 1 "cannot create $moot_work/out/completion"
     # shellcheck disable=SC2086 # moot_parser_flags is a list of flags on purpose
-    "$@" <"$moot_work/argv" |
+    "$@" <"$moot_work/argv" 6<&- |
         moot-parse-"$moot_parser" --text --status-file "$moot_work/out/status" \
             ${moot_parser_flags:-} ${moot_stderr:+--stderr-file "$moot_stderr"} \
             ${MOSAIC_MODEL_ACTIVITY_DIR:+--activity-dir "$MOSAIC_MODEL_ACTIVITY_DIR"} \
+            --completion-file "$moot_work/out/completion" \
             ${moot_self_clean:+--cleanup "$moot_self_clean"} \
-            ${moot_session_file:+--session-file "$moot_session_file"} >&4 2>&5
+            ${moot_session_file:+--session-file "$moot_session_file"} >&4 2>&5 6<&-
     moot_status=$?
-    exec 4>&- 5>&-
+    IFS= read -r moot_completion <&6 || moot_completion=
+    exec 4>&- 5>&- 6<&-
+    # A parser that died while its answer drained (killed, or any crash) never acknowledged,
+    # whatever status the shell saw, even one that collides with a handled exit.
+    [ "$moot_completion" = "complete $moot_status" ] ||
+        moot_die 1 "the parser did not complete the turn (exit $moot_status): its answer may be cut short"
     [ "$moot_status" = 0 ] || moot_failed "$moot_status"
     moot_check_turn_marker
     if [ "$moot_verb" = start ]; then

@@ -30,6 +30,12 @@ pub trait Dialect {
     /// identify a row the dialect reads, `Ok` when they identify nothing.
     fn cut_line(&self, tail: &[u8]) -> Result<(), Drift>;
 
+    /// Whether the stream has carried a model event yet: thinking, text or a tool call from the
+    /// model (never an init or status row, a tool result or a workspace write). The parse driver
+    /// asks after every line, to publish the turn's first model activity while the CLI runs
+    /// (`--activity-dir`).
+    fn model_spoke(&self) -> bool;
+
     /// The verdict the stream proves, once it has ended.
     fn finish(self) -> Verdict;
 }

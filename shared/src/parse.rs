@@ -75,7 +75,23 @@ pub struct ParseArgs {
     /// is fine; one that is not a directory, or cannot be removed, exits 2.
     #[arg(long, value_name = "DIR")]
     pub cleanup: Vec<PathBuf>,
+
+    /// At the stream's first model event (thinking, text or a tool call), create
+    /// DIR/proxy-first-output (0600, exclusive) holding `output\n`, while the CLI still runs: a
+    /// managed session's runner watches it. Nothing of the event enters it.
+    #[arg(long, value_name = "DIR")]
+    pub activity_dir: Option<PathBuf>,
+
+    /// Once the output is written and flushed, write `complete <status>\n` to FILE (the exit
+    /// status about to be returned): a caller that finds no such line, or another status, knows
+    /// the parser died while its answer was draining, whatever exit status it saw.
+    #[arg(long, value_name = "FILE")]
+    pub completion_file: Option<PathBuf>,
 }
+
+/// The token of `--activity-dir`, and the file it goes in.
+pub const ACTIVITY_TOKEN: &[u8] = b"output\n";
+pub const ACTIVITY_FILE: &str = "proxy-first-output";
 
 /// The part of every parser's `--help` that is the same for all: the envelope, the error
 /// classes and the exit statuses, followed by the tool's own examples.
@@ -160,12 +176,55 @@ pub fn run_parser_with<D: Dialect>(
     widen_pipe(&stdin);
     let parsed = parse_with(dialect, stdin, args, at_end)?;
     // Only now, with stdin ended, is the writer done with the directories (an error reading
-    // stdin leaves them to the caller). They go however the verdict is delivered.
-    let delivered = deliver(tool, parsed, args);
+    // stdin leaves them to the caller). They go however the verdict is delivered; the
+    // completion line goes first, as its file may be in one of them.
+    let delivered = deliver(tool, parsed, args).and_then(|status| {
+        if let Some(path) = &args.completion_file {
+            acknowledge(path, status)?;
+        }
+        Ok(status)
+    });
     let cleaned = clean_up(tool, &args.cleanup);
     match delivered {
         Ok(_) if !cleaned => Ok(ExitCode::from(EXIT_USAGE)),
-        other => other,
+        Ok(status) => Ok(ExitCode::from(status)),
+        Err(error) => Err(error),
+    }
+}
+
+/// Writes `complete <status>` to the completion file (appended: the caller made it, and reads
+/// it through a descriptor it opened before).
+fn acknowledge(path: &std::path::Path, status: u8) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
+        .and_then(|mut file| file.write_all(format!("complete {status}\n").as_bytes()))
+        .with_context(|| format!("cannot write --completion-file ({})", path.display()))
+}
+
+/// Publishes the first model activity of a turn: the fixed token, in a file created once.
+/// A token already there was published by an earlier reader of the same turn; any other
+/// failure is one warning line, and the run goes on (its verdict does not depend on it).
+fn publish_activity(dir: &std::path::Path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(ACTIVITY_FILE);
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(&path)
+        .and_then(|mut file| file.write_all(ACTIVITY_TOKEN));
+    match written {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => eprintln!(
+            "moot: warning: cannot publish model activity in {}: {e}",
+            dir.display()
+        ),
+        _ => {}
     }
 }
 
@@ -180,8 +239,9 @@ fn clean_up(tool: &str, dirs: &[PathBuf]) -> bool {
     removed.is_ok()
 }
 
-/// Folds in the process outcome, writes the session file and prints the verdict.
-fn deliver(tool: &str, mut parsed: Parsed, args: &ParseArgs) -> anyhow::Result<ExitCode> {
+/// Folds in the process outcome, writes the session file and prints the verdict; returns the
+/// exit status.
+fn deliver(tool: &str, mut parsed: Parsed, args: &ParseArgs) -> anyhow::Result<u8> {
     match (&args.status_file, args.exit_code) {
         (Some(path), _) => match ProcessOutcome::read(path) {
             Ok(outcome) => parsed.fold_process(outcome),
@@ -223,11 +283,11 @@ fn deliver(tool: &str, mut parsed: Parsed, args: &ParseArgs) -> anyhow::Result<E
         json
     };
     write_stdout(out.as_bytes()).context("cannot write to stdout")?;
-    Ok(ExitCode::from(if envelope.run.ok {
+    Ok(if envelope.run.ok {
         EXIT_OK
     } else {
         EXIT_RUN_FAILED
-    }))
+    })
 }
 
 fn with_final_newline(mut text: String) -> String {
@@ -271,6 +331,7 @@ pub fn parse_with<D: Dialect>(
     let mut drift: Option<String> = None;
     let mut events = 0u64;
     let mut line_no = 0u64;
+    let mut activity = args.activity_dir.as_deref();
     while let Some(segment) = reader.next_segment()? {
         line_no += 1;
         let finding = match segment {
@@ -298,6 +359,10 @@ pub fn parse_with<D: Dialect>(
         };
         if let Err(message) = finding {
             drift.get_or_insert_with(|| format!("line {line_no}: {message}"));
+        }
+        if let Some(dir) = activity.filter(|_| dialect.model_spoke()) {
+            publish_activity(dir);
+            activity = None;
         }
     }
     at_end(&mut dialect);

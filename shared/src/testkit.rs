@@ -179,6 +179,12 @@ macro_rules! parser_golden_tests {
         }
 
         #[test]
+        fn model_activity_and_completion_are_published() {
+            let bin = env!(concat!("CARGO_BIN_EXE_moot-parse-", $runtime));
+            $crate::testkit::check_activity_and_completion(bin, $runtime);
+        }
+
+        #[test]
         fn man_page_documents_every_flag() {
             let bin = env!(concat!("CARGO_BIN_EXE_moot-parse-", $runtime));
             $crate::testkit::check_man_page(bin, concat!("moot-parse-", $runtime, ".1"));
@@ -236,11 +242,23 @@ macro_rules! parser_text_tests {
 /// ([`check_unknown_rows`]).
 #[macro_export]
 macro_rules! dialect_invariant_tests {
-    ($runtime:literal, $new:expr, ends_a_run = $ends_a_run:expr, unknown_rows = $rows:expr) => {
+    (
+        $runtime:literal,
+        $new:expr,
+        ends_a_run = $ends_a_run:expr,
+        unknown_rows = $rows:expr,
+        silent = $silent:expr
+    ) => {
         #[test]
         fn truncating_a_successful_capture_never_succeeds() {
             let checked = $crate::testkit::check_truncation($runtime, $new, $ends_a_run);
             assert!(checked > 1000, "only {checked} cuts checked");
+        }
+
+        #[test]
+        fn model_activity_shows_while_the_cli_runs() {
+            let spoke = $crate::testkit::check_model_activity($runtime, $new, $silent);
+            assert!(spoke > 10, "only {spoke} cases showed model activity");
         }
 
         #[test]
@@ -249,6 +267,162 @@ macro_rules! dialect_invariant_tests {
             assert!(compared > 300, "only {compared} streams compared");
         }
     };
+}
+
+/// The line (0-based) after which `dialect` first says the model spoke, fed `stream` line by
+/// line as the parse driver feeds it; `None` when it never does.
+pub fn first_model_line<D: crate::dialect::Dialect>(
+    mut dialect: D,
+    stream: &[u8],
+) -> Option<usize> {
+    for (index, line) in stream.split(|b| *b == b'\n').enumerate() {
+        if crate::ndjson::is_blank(line) {
+            continue;
+        }
+        let _ = dialect.line(&crate::surrogate::replace_lone(line));
+        if dialect.model_spoke() {
+            return Some(index);
+        }
+    }
+    None
+}
+
+/// Model activity on every golden case of `dialect`: a run that succeeded shows a model event
+/// (unless its stream is one final row);
+/// a real capture that succeeded shows it before its last line, so it is published while the
+/// CLI still runs; the `silent` cases, whose
+/// model never spoke, show none. Returns how many cases spoke.
+pub fn check_model_activity<D: crate::dialect::Dialect>(
+    dialect: &str,
+    new: impl Fn() -> D,
+    silent: &[&str],
+) -> usize {
+    let mut spoke = 0;
+    for case in cases(dialect) {
+        let stream = std::fs::read(&case.input).expect("read the case");
+        let expected: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&case.expected).expect("read the envelope"))
+                .expect("a golden envelope");
+        let first = first_model_line(new(), &stream);
+        let name = case.name.as_str();
+        if silent.contains(&name) {
+            assert_eq!(first, None, "{dialect}/{name}: the model never spoke");
+            continue;
+        }
+        if expected["run"]["ok"] != true {
+            spoke += usize::from(first.is_some());
+            continue;
+        }
+        let last = stream.trim_ascii_end().split(|b| *b == b'\n').count() - 1;
+        // A lone row is a final result alone (claude's --output-format json): no event to show.
+        let Some(first) = first.or((last == 0).then_some(0)) else {
+            panic!("{dialect}/{name}: a successful run showed no model event");
+        };
+        spoke += 1;
+        if name.starts_with("real-") && last > 0 {
+            assert!(
+                first < last,
+                "{dialect}/{name}: first model event on line {first} of {last}"
+            );
+        }
+    }
+    spoke
+}
+
+/// `--activity-dir` and `--completion-file` through the built parser: the token appears once
+/// the first model line has been written and before stdin is closed (the CLI still runs), holds
+/// exactly `output\n` with mode 0600, and never appears for a stream without a model event;
+/// the completion line names the exit status.
+pub fn check_activity_and_completion(bin: &str, dialect: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let (case, stream) = cases(dialect)
+        .into_iter()
+        .filter(|case| case.name.starts_with("real-") && case.args.is_empty())
+        .map(|case| {
+            let stream = std::fs::read(&case.input).expect("read the case");
+            (case, stream)
+        })
+        .find(|(case, stream)| {
+            let ok =
+                std::fs::read_to_string(&case.expected).is_ok_and(|e| e.contains("\"ok\":true"));
+            ok && stream.iter().filter(|b| **b == b'\n').count() > 2
+        })
+        .expect("a real successful capture");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let token = dir.path().join(crate::parse::ACTIVITY_FILE);
+    let completion = dir.path().join("completion");
+    let mut child = Command::new(bin)
+        .args(["--text", "--activity-dir"])
+        .arg(dir.path())
+        .arg("--completion-file")
+        .arg(&completion)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the parser");
+    let lines: Vec<&[u8]> = stream.split_inclusive(|b| *b == b'\n').collect();
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut written = 0;
+    while !token.exists() && written < lines.len() {
+        stdin.write_all(lines[written]).expect("feed a line");
+        stdin.flush().expect("flush");
+        written += 1;
+        for _ in 0..200 {
+            if token.exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+    assert!(
+        token.exists() && written < lines.len(),
+        "{dialect}/{}: no token before the stream ended",
+        case.name
+    );
+    for line in &lines[written..] {
+        stdin.write_all(line).expect("feed the rest");
+    }
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait for the parser");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(&token).expect("the token"),
+        crate::parse::ACTIVITY_TOKEN
+    );
+    let mode = std::fs::metadata(&token)
+        .expect("stat")
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600);
+    assert_eq!(
+        std::fs::read_to_string(&completion).expect("completion"),
+        "complete 0\n"
+    );
+
+    // A stream without a model event publishes nothing; a failure completes with its status.
+    let quiet = tempfile::tempdir().expect("tempdir");
+    let quiet_completion = quiet.path().join("completion");
+    let args = vec![
+        "--text".to_string(),
+        "--activity-dir".to_string(),
+        quiet.path().display().to_string(),
+        "--completion-file".to_string(),
+        quiet_completion.display().to_string(),
+    ];
+    let out = run(bin, &args, b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!quiet.path().join(crate::parse::ACTIVITY_FILE).exists());
+    assert_eq!(
+        std::fs::read_to_string(&quiet_completion).expect("completion"),
+        "complete 1\n"
+    );
 }
 
 /// The workspace's `testdata/` directory.

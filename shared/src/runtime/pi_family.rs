@@ -121,6 +121,26 @@ pub struct PiFamily<F> {
     gave_up: bool,
     /// The `errorMessage` of an `auto_retry_start` still waiting for its `auto_retry_end`.
     open_retry: Option<String>,
+    /// The model has streamed text, thinking or a tool call, or ended a message with one.
+    spoke: bool,
+}
+
+/// A `message_update` whose assistant event starts or extends text, thinking or a tool call
+/// (`text_delta`, `thinking_start`, `toolcall_delta`, ...).
+fn streams_model_content(line: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct Update<'a> {
+        #[serde(rename = "assistantMessageEvent", borrow)]
+        event: Option<Head<'a>>,
+    }
+    serde_json::from_slice::<Update<'_>>(line)
+        .ok()
+        .and_then(|update| update.event?.kind)
+        .is_some_and(|kind| {
+            ["text_", "thinking_", "toolcall_"]
+                .iter()
+                .any(|prefix| kind.starts_with(prefix))
+        })
 }
 
 /// What the verdict needs of one assistant `message_end`.
@@ -152,6 +172,7 @@ impl<F: Flavor> PiFamily<F> {
             failure: None,
             gave_up: false,
             open_retry: None,
+            spoke: false,
         }
     }
 }
@@ -171,6 +192,9 @@ impl<F: Flavor> Dialect for PiFamily<F> {
             // output. One whose type is not read, and that cannot be a malformed assistant
             // message_end, is skipped without decoding, exactly as a decode would skip it.
             Some(kind) if !reads::<F>(kind) => {
+                if !self.spoke && kind == "message_update" {
+                    self.spoke = streams_model_content(line);
+                }
                 if memchr::memmem::find(line, b"message_end\"").is_none() {
                     return Ok(());
                 }
@@ -223,6 +247,10 @@ impl<F: Flavor> Dialect for PiFamily<F> {
             Some(kind) => Err(Drift::Cut(Row::event(kind))),
             None => unidentified(tail),
         }
+    }
+
+    fn model_spoke(&self) -> bool {
+        self.spoke
     }
 
     fn finish(self) -> Verdict {
@@ -299,10 +327,12 @@ impl<F: Flavor> PiFamily<F> {
                     .text
                     .push_str(part.text.as_deref().unwrap_or_default()),
                 Some("toolCall") => current.has_tool_call = true,
+                Some("thinking") => self.spoke = true,
                 _ => {}
             }
         }
         let has_text = !current.text.trim().is_empty();
+        self.spoke |= has_text || current.has_tool_call;
         match current.stop_reason.as_deref() {
             Some(reason @ ("error" | "aborted")) => {
                 let failure = turn_failure::<F>(

@@ -17,10 +17,10 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::dialect::{decode, unreadable_row, Drift, MessageSum, Row, TextPart, Tokens};
+use crate::dialect::{decode, unreadable_row, Drift, Head, MessageSum, Row, TextPart, Tokens};
 use crate::dialect::{Dialect, RunFailure, Verdict};
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
-use crate::sniff::{opens_with_unread_type, raw_has_key, raw_type_among};
+use crate::sniff::{opening_type, opens_with_unread_type, raw_has_key, raw_type_among};
 
 /// The row types this parser decodes.
 const READ: &[&str] = &["system", "assistant", "result"];
@@ -55,7 +55,21 @@ pub struct Claude {
     /// An assistant message came after the last result: the stream went on, so that result is not
     /// the run's verdict.
     past_result: bool,
+    /// A main-thread model event (text, thinking or a tool call) has been read.
+    spoke: bool,
 }
+
+/// The content a model produces, as block and delta types name it: a stream event or a
+/// message part of one of these kinds is the model speaking.
+const MODEL_CONTENT: &[&str] = &[
+    "text",
+    "text_delta",
+    "thinking",
+    "thinking_delta",
+    "redacted_thinking",
+    "tool_use",
+    "input_json_delta",
+];
 
 /// What the verdict needs of one `result` row.
 #[derive(Debug, Default)]
@@ -80,6 +94,11 @@ impl Dialect for Claude {
 
     fn line(&mut self, line: &[u8]) -> Result<(), Drift> {
         if is_skippable_at_a_glance(line) {
+            // The partial messages are skipped too, once the model has spoken: until then they
+            // are the first sign of it.
+            if !self.spoke && opening_type(line) == Some(b"stream_event") {
+                self.spoke = streams_model_content(line);
+            }
             return Ok(());
         }
         if line.trim_ascii_start().starts_with(b"[") {
@@ -96,6 +115,10 @@ impl Dialect for Claude {
             Some(kind) => Err(Drift::Cut(Row::typed(kind))),
             None => Ok(()),
         }
+    }
+
+    fn model_spoke(&self) -> bool {
+        self.spoke
     }
 
     fn finish(self) -> Verdict {
@@ -159,6 +182,8 @@ impl Claude {
             }
             (Some("assistant"), _) => self.assistant(decode(row, || Row::typed("assistant"))?)?,
             (Some("result"), _) => self.result(decode(row, || Row::typed("result"))?)?,
+            // Only until the model has spoken: the verdict never reads these partial messages.
+            (Some("stream_event"), _) if !self.spoke => self.spoke = streams_model_content(row),
             _ => {}
         }
         Ok(())
@@ -214,9 +239,11 @@ impl Claude {
         if let Some(model) = message.model {
             self.model = Some(model.into_owned());
         }
-        let text: String = message
-            .content
-            .unwrap_or_default()
+        let content = message.content.unwrap_or_default();
+        self.spoke |= content
+            .iter()
+            .any(|part| MODEL_CONTENT.contains(&part.kind.as_deref().unwrap_or_default()));
+        let text: String = content
             .into_iter()
             .filter(|part| part.kind.as_deref() == Some("text"))
             .filter_map(|part| part.text)
@@ -451,6 +478,42 @@ fn names_verdict_row(raw: &[u8]) -> Option<&'static str> {
 // and has the wrong type fails the decode, which fails the run (fail closed).
 
 /// A row's type and subtype, which together say whether it is read.
+/// A partial-message event of the main thread that starts or extends a block of model content.
+fn streams_model_content(row: &[u8]) -> bool {
+    let Ok(event) = serde_json::from_slice::<StreamEventRow<'_>>(row) else {
+        return false;
+    };
+    let Some(event) = event.event.filter(|_| event.parent_tool_use_id.is_none()) else {
+        return false;
+    };
+    let part = match event.kind.as_deref() {
+        Some("content_block_start") => event.content_block,
+        Some("content_block_delta") => event.delta,
+        _ => None,
+    };
+    part.and_then(|part| part.kind)
+        .is_some_and(|kind| MODEL_CONTENT.contains(&kind.as_ref()))
+}
+
+/// A `stream_event` row (`--include-partial-messages`), as far as activity needs it.
+#[derive(Deserialize)]
+struct StreamEventRow<'a> {
+    #[serde(borrow)]
+    event: Option<StreamEvent<'a>>,
+    #[serde(borrow)]
+    parent_tool_use_id: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct StreamEvent<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    content_block: Option<Head<'a>>,
+    #[serde(borrow)]
+    delta: Option<Head<'a>>,
+}
+
 #[derive(Deserialize)]
 struct TypeAndSubtype<'a> {
     #[serde(rename = "type", borrow)]

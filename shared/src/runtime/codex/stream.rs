@@ -19,7 +19,7 @@ use serde::Deserialize;
 use crate::dialect::{decode, unreadable_row, Drift, Head, Row, TextPart, TokenFields, Tokens};
 use crate::dialect::{Dialect, RunFailure, Verdict};
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
-use crate::sniff::{opens_with_unread_type, raw_type_among};
+use crate::sniff::{opening_type, opens_with_unread_type, raw_type_among};
 
 /// The row types this parser decodes.
 const READ: &[&str] = &[
@@ -75,6 +75,8 @@ pub struct Codex {
     /// A non-transient `error` that no completed turn has followed yet.
     error: Option<String>,
     tokens: Option<Tokens>,
+    /// An item of the model's own (reasoning, a message, a tool call) has started or completed.
+    spoke: bool,
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -90,6 +92,9 @@ impl Dialect for Codex {
     const RUNTIME: &'static str = "codex";
 
     fn line(&mut self, line: &[u8]) -> Result<(), Drift> {
+        if !self.spoke {
+            self.spoke = starts_model_item(line);
+        }
         if is_skippable_at_a_glance(line) {
             return Ok(());
         }
@@ -111,6 +116,10 @@ impl Dialect for Codex {
             Some(kind) => Err(Drift::Cut(Row::typed(kind))),
             None => Ok(()),
         }
+    }
+
+    fn model_spoke(&self) -> bool {
+        self.spoke
     }
 
     fn finish(self) -> Verdict {
@@ -378,6 +387,48 @@ fn unidentified(line: &[u8]) -> Result<(), Drift> {
 
 /// The hot path: `item.started` and `item.updated` rows (command output) are skipped exactly as
 /// the full reading would skip them, without decoding, unless they name a verdict row.
+/// The items the model itself produces. A `file_change` is the workspace write a tool call made,
+/// and counts no more than a tool's output does.
+const MODEL_ITEMS: &[&str] = &[
+    "reasoning",
+    "agent_message",
+    "plan",
+    "command_execution",
+    "mcp_tool_call",
+    "collab_tool_call",
+    "web_search",
+    "todo_list",
+];
+
+/// An `item.started` or `item.completed` row of one of [`MODEL_ITEMS`].
+fn starts_model_item(line: &[u8]) -> bool {
+    if !matches!(
+        opening_type(line),
+        None | Some(b"item.started" | b"item.completed")
+    ) {
+        return false;
+    }
+    match serde_json::from_slice::<ItemRow<'_>>(line) {
+        Ok(row) => {
+            matches!(row.kind.as_deref(), Some("item.started" | "item.completed"))
+                && row
+                    .item
+                    .and_then(|item| item.kind)
+                    .is_some_and(|kind| MODEL_ITEMS.contains(&kind.as_ref()))
+        }
+        Err(_) => false,
+    }
+}
+
+/// An item row, as far as activity needs it.
+#[derive(Deserialize)]
+struct ItemRow<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    item: Option<Head<'a>>,
+}
+
 fn is_skippable_at_a_glance(line: &[u8]) -> bool {
     opens_with_unread_type(line, READ) && raw_type_among(line, VERDICT_ROWS).is_none()
 }

@@ -81,6 +81,8 @@ pub struct Kimi {
     kimi_code: bool,
     /// Kimi Code wrote its `session.resume_hint`, which it does only once the prompt completed.
     completed: bool,
+    /// An assistant message with content or a tool call has been read.
+    spoke: bool,
     /// The last `turn.step.retrying` not followed by an assistant line.
     retrying: Option<Retry>,
 }
@@ -201,6 +203,10 @@ impl Dialect for Kimi {
         Err(Drift::CutText(String::from_utf8_lossy(tail).into_owned()))
     }
 
+    fn model_spoke(&self) -> bool {
+        self.spoke
+    }
+
     fn finish(self) -> Verdict {
         let stderr_error = self.stderr.error.as_ref().map(BoundedText::message);
         let stderr_lost = self.stderr_lost.as_ref().map(|why| {
@@ -238,10 +244,12 @@ impl Kimi {
         self.note_usage(line.usage);
         self.retrying = None;
         let mut message = Message::default();
+        let mut thought = false;
         match line.content {
             Some(Content::Text(text)) => message.text.push_str(&text),
             Some(Content::Parts(parts)) => {
                 for part in parts {
+                    thought |= part.kind.as_deref() == Some("think");
                     if part.kind.as_deref() == Some("text") {
                         message
                             .text
@@ -251,6 +259,7 @@ impl Kimi {
             }
             None => {}
         }
+        self.spoke |= !message.text.is_empty() || line.tool_calls.is_some() || thought;
         message.tools = line
             .tool_calls
             .unwrap_or_default()
