@@ -89,6 +89,24 @@ pub struct ParseArgs {
     pub completion_file: Option<PathBuf>,
 }
 
+/// The flags as a parser gets them with none given.
+impl Default for ParseArgs {
+    fn default() -> Self {
+        ParseArgs {
+            text: false,
+            require_result: false,
+            exit_code: None,
+            status_file: None,
+            max_line_bytes: ndjson::DEFAULT_MAX_LINE_BYTES,
+            max_events: ndjson::DEFAULT_MAX_EVENTS,
+            session_file: None,
+            cleanup: Vec::new(),
+            activity_dir: None,
+            completion_file: None,
+        }
+    }
+}
+
 /// The token of `--activity-dir`, and the file it goes in.
 pub const ACTIVITY_TOKEN: &[u8] = b"output\n";
 pub const ACTIVITY_FILE: &str = "proxy-first-output";
@@ -468,5 +486,20 @@ impl Parsed {
                 bytes,
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Default` is what clap gives a parser with no flag, so code without clap sees the same.
+    #[test]
+    fn the_default_flags_are_clap_defaults() {
+        use clap::{Args, FromArgMatches};
+        let command = ParseArgs::augment_args(clap::Command::new("moot-parse"));
+        let matches = command.get_matches_from(["moot-parse"]);
+        let parsed = ParseArgs::from_arg_matches(&matches).unwrap();
+        assert_eq!(format!("{parsed:?}"), format!("{:?}", ParseArgs::default()));
     }
 }

@@ -657,10 +657,7 @@ pub fn envelope_of<D: crate::dialect::Dialect>(
     stream: &[u8],
     require_result: bool,
 ) -> serde_json::Value {
-    use clap::{Args, FromArgMatches};
-    let command = crate::parse::ParseArgs::augment_args(clap::Command::new("moot-parse"));
-    let matches = command.get_matches_from(["moot-parse"]);
-    let args = crate::parse::ParseArgs::from_arg_matches(&matches).expect("default flags");
+    let args = crate::parse::ParseArgs::default();
     let parsed = crate::parse::parse(dialect, stream, &args).expect("read from memory");
     let json = serde_json::to_string(&parsed.into_envelope(require_result)).expect("serialise");
     check_envelope(&json, stream.len() as u64, require_result)
