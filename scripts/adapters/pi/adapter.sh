@@ -10,6 +10,8 @@ session=$(moot_saved_session pi) || session=
 set --
 for extension in ${MOSAIC_EXTENSIONS:-}; do
     set -- "$@" --extension "$extension"
+    # pi reads them inside the sandbox.
+    MOOT_SANDBOX_FLAGS="${MOOT_SANDBOX_FLAGS:-} --ro $extension"
 done
 moot_adapter pi pi "$@" \
     ${moot_model:+--model "$moot_model"} \
