@@ -22,6 +22,7 @@ pub mod render;
 pub mod report;
 pub mod runtime;
 pub mod sandbox;
+pub mod seconds;
 pub mod session;
 pub mod sniff;
 pub mod stage;

@@ -795,7 +795,13 @@ fn usage_errors_exit_125_on_one_line() {
     for (args, message) in [
         (
             vec!["--deadline", "soon", "--", "true"],
-            "moot-run: invalid value 'soon' for '--deadline <SECS>': not a number of seconds (see --help)\n",
+            "moot-run: invalid value 'soon' for '--deadline <SECS>': expected a number of seconds \
+             such as 600 or 12.5, got \"soon\" (see --help)\n",
+        ),
+        (
+            vec!["--deadline", "1e1", "--", "true"],
+            "moot-run: invalid value '1e1' for '--deadline <SECS>': expected a number of seconds \
+             such as 600 or 12.5, got \"1e1\" (see --help)\n",
         ),
         (
             vec!["--deadline", "0", "--", "true"],
