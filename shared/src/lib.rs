@@ -29,4 +29,6 @@ pub mod stage;
 pub mod surrogate;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit_fs;
 pub mod worktree;

@@ -6,11 +6,12 @@ use std::fs;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use moot::outcome::ProcessOutcome;
+use moot::testkit_fs::{mode, write_with_mode};
 use nix::sys::signal::{self, kill, SigHandler, Signal};
 use nix::unistd::Pid;
 
@@ -35,6 +36,43 @@ fn stderr(output: &Output) -> String {
 
 fn status_file(path: &Path) -> ProcessOutcome {
     ProcessOutcome::read(path).expect("a status file moot-parse-* can read")
+}
+
+/// `moot-run ARGS -- sh -c SCRIPT`.
+fn sh(args: &[&str], script: &str) -> Command {
+    let mut command = moot_run(args);
+    command.args(["--", "sh", "-c", script]);
+    command
+}
+
+/// A file moot-run was told to write, in a fresh directory that lives as long as it does.
+struct Written {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl std::ops::Deref for Written {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for Written {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Runs `moot-run ARGS FLAG FILE -- sh -c SCRIPT` to its end, FILE a fresh path; returns the
+/// output and the file.
+fn sh_writing(args: &[&str], flag: &str, script: &str) -> (Output, Written) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("written");
+    let mut command = moot_run(args);
+    command.args([flag, path.to_str().unwrap()]);
+    let out = output(command.args(["--", "sh", "-c", script]));
+    (out, Written { _dir: dir, path })
 }
 
 /// moot-run with INT, QUIT, TERM and HUP at their default action, whatever the test runner
@@ -138,22 +176,17 @@ fn assert_process_gone(pid: u32) {
 
 #[test]
 fn stdout_passes_through_unchanged_and_the_transcript_is_verbatim_and_private() {
-    let dir = tempfile::tempdir().unwrap();
-    let transcript = dir.path().join("run.ndjson");
-    let out = output(moot_run(&[
+    let (out, transcript) = sh_writing(
+        &[],
         "--transcript",
-        transcript.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
         r#"printf '{"type":"a"}\n'; printf 'no newline\0\377'; printf 'to stderr' >&2"#,
-    ]));
+    );
     let expected = b"{\"type\":\"a\"}\nno newline\0\xff";
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(out.stdout, expected);
     assert_eq!(stderr(&out), "to stderr");
     assert_eq!(fs::read(&transcript).unwrap(), expected);
-    let mode = fs::metadata(&transcript).unwrap().permissions().mode() & 0o777;
+    let mode = mode(&transcript);
     assert_eq!(mode, 0o600);
 }
 
@@ -161,8 +194,7 @@ fn stdout_passes_through_unchanged_and_the_transcript_is_verbatim_and_private() 
 fn an_existing_transcript_is_truncated_and_narrowed_to_0600() {
     let dir = tempfile::tempdir().unwrap();
     let transcript = dir.path().join("t");
-    fs::write(&transcript, "old contents that are longer").unwrap();
-    fs::set_permissions(&transcript, fs::Permissions::from_mode(0o644)).unwrap();
+    write_with_mode(&transcript, "old contents that are longer", 0o644);
     let out = output(moot_run(&[
         "--transcript",
         transcript.to_str().unwrap(),
@@ -172,47 +204,28 @@ fn an_existing_transcript_is_truncated_and_narrowed_to_0600() {
     ]));
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(fs::read_to_string(&transcript).unwrap(), "new\n");
-    let mode = fs::metadata(&transcript).unwrap().permissions().mode() & 0o777;
+    let mode = mode(&transcript);
     assert_eq!(mode, 0o600);
 }
 
 #[test]
 fn stderr_file_takes_the_commands_stderr() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("err.log");
-    let out = output(moot_run(&[
-        "--stderr-file",
-        file.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        "echo out; echo err >&2",
-    ]));
+    let (out, file) = sh_writing(&[], "--stderr-file", "echo out; echo err >&2");
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(out.stdout, b"out\n");
     assert_eq!(stderr(&out), "");
     assert_eq!(fs::read_to_string(&file).unwrap(), "err\n");
-    assert_eq!(
-        fs::metadata(&file).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
+    assert_eq!(mode(&file), 0o600);
 }
 
 #[test]
 fn deadline_ends_the_whole_group_with_124_within_the_grace() {
-    let dir = tempfile::tempdir().unwrap();
-    let status = dir.path().join("s.json");
     let start = Instant::now();
-    let out = output(moot_run(&[
-        "--deadline",
-        "1",
+    let (out, status) = sh_writing(
+        &["--deadline", "1"],
         "--status-file",
-        status.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
         "sleep 100 & sleep 100",
-    ]));
+    );
     assert!(start.elapsed() < HANG);
     assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
     assert_eq!(stderr(&out), "");
@@ -228,20 +241,11 @@ fn deadline_ends_the_whole_group_with_124_within_the_grace() {
 
 #[test]
 fn a_group_that_ignores_sigterm_is_killed_after_the_grace() {
-    let dir = tempfile::tempdir().unwrap();
-    let status = dir.path().join("s.json");
-    let out = output(moot_run(&[
-        "--deadline",
-        "0.5",
-        "--grace",
-        "0.5",
+    let (out, status) = sh_writing(
+        &["--deadline", "0.5", "--grace", "0.5"],
         "--status-file",
-        status.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
         "trap '' TERM; sleep 100 & sleep 100",
-    ]));
+    );
     assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
     let outcome = status_file(&status);
     assert_eq!(outcome.signal.as_deref(), Some("SIGKILL"));
@@ -255,18 +259,11 @@ fn a_group_that_ignores_sigterm_is_killed_after_the_grace() {
 
 #[test]
 fn output_printed_before_a_kill_is_in_the_transcript() {
-    let dir = tempfile::tempdir().unwrap();
-    let transcript = dir.path().join("t");
-    let out = output(moot_run(&[
-        "--deadline",
-        "1",
+    let (out, transcript) = sh_writing(
+        &["--deadline", "1"],
         "--transcript",
-        transcript.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
         r#"printf '{"type":"session"}\n{"type":"message_upd'; sleep 100"#,
-    ]));
+    );
     let partial = b"{\"type\":\"session\"}\n{\"type\":\"message_upd";
     assert_eq!(out.status.code(), Some(124));
     assert_eq!(out.stdout, partial);
@@ -319,16 +316,7 @@ fn a_forwarded_signal_the_command_ignores_is_followed_by_sigkill() {
 
 #[test]
 fn what_the_command_leaves_in_its_group_is_killed_when_it_exits() {
-    let dir = tempfile::tempdir().unwrap();
-    let status = dir.path().join("s.json");
-    let out = output(moot_run(&[
-        "--status-file",
-        status.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        "sleep 100 & echo $!",
-    ]));
+    let (out, status) = sh_writing(&[], "--status-file", "sleep 100 & echo $!");
     assert_eq!(out.status.code(), Some(0));
     let grandchild: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
     assert_process_gone(grandchild);
@@ -353,12 +341,10 @@ fn the_command_dies_with_moot_run() {
 #[test]
 fn the_command_has_its_own_group_null_stdin_and_no_blocked_or_ignored_signals() {
     let out = output(
-        moot_run(&[
-            "--",
-            "sh",
-            "-c",
+        sh(
+            &[],
             "echo $$; cut -d' ' -f5 /proc/$$/stat; readlink /proc/$$/fd/0; cat",
-        ])
+        )
         .stdin(Stdio::piped()),
     );
     let text = String::from_utf8_lossy(&out.stdout);
@@ -490,8 +476,7 @@ fn a_missing_binary_exits_127_naming_it_and_the_path_searched() {
 fn a_file_that_is_not_executable_exits_126() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("agent");
-    fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
-    fs::set_permissions(&script, fs::Permissions::from_mode(0o644)).unwrap();
+    write_with_mode(&script, "#!/bin/sh\necho hi\n", 0o644);
     let direct = output(moot_run(&["--", script.to_str().unwrap()]));
     assert_eq!(direct.status.code(), Some(126));
     assert_eq!(
@@ -509,8 +494,7 @@ fn a_file_that_is_not_executable_exits_126() {
 fn a_missing_interpreter_is_127_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("agent");
-    fs::write(&script, "#!/nonexistent/interpreter\n").unwrap();
-    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    write_with_mode(&script, "#!/nonexistent/interpreter\n", 0o755);
     let out = output(moot_run(&["--", script.to_str().unwrap()]));
     assert_eq!(out.status.code(), Some(127));
     assert!(
@@ -525,14 +509,7 @@ fn the_status_file_records_the_exit_and_the_signal() {
     let dir = tempfile::tempdir().unwrap();
     let status = dir.path().join("s.json");
     let path = status.to_str().unwrap();
-    let out = output(moot_run(&[
-        "--status-file",
-        path,
-        "--",
-        "sh",
-        "-c",
-        "exit 3",
-    ]));
+    let out = output(sh(&["--status-file", path], "exit 3"));
     assert_eq!(out.status.code(), Some(3));
     let outcome = status_file(&status);
     assert_eq!(
@@ -542,14 +519,7 @@ fn the_status_file_records_the_exit_and_the_signal() {
     assert!(outcome.pid.unwrap() > 0);
     assert!(outcome.elapsed_ms.is_some());
 
-    let out = output(moot_run(&[
-        "--status-file",
-        path,
-        "--",
-        "sh",
-        "-c",
-        "kill -KILL $$",
-    ]));
+    let out = output(sh(&["--status-file", path], "kill -KILL $$"));
     assert_eq!(out.status.code(), Some(137));
     let outcome = status_file(&status);
     assert_eq!(outcome.exit_code, 137);
@@ -1018,8 +988,7 @@ fn planted_transcript_and_stderr_names_are_refused() {
     for flag in ["--transcript", "--stderr-file"] {
         let dir = tempfile::tempdir().unwrap();
         let victim = dir.path().join("victim.conf");
-        fs::write(&victim, "operator's config").unwrap();
-        fs::set_permissions(&victim, fs::Permissions::from_mode(0o644)).unwrap();
+        write_with_mode(&victim, "operator's config", 0o644);
         let marker = dir.path().join("ran");
         let planted = dir.path().join("run.ndjson");
         let fifo = dir.path().join("fifo");
@@ -1056,10 +1025,7 @@ fn planted_transcript_and_stderr_names_are_refused() {
             assert!(!marker.exists(), "the command ran");
         }
         assert_eq!(fs::read_to_string(&victim).unwrap(), "operator's config");
-        assert_eq!(
-            fs::metadata(&victim).unwrap().permissions().mode() & 0o777,
-            0o644
-        );
+        assert_eq!(mode(&victim), 0o644);
     }
 }
 
@@ -1211,18 +1177,17 @@ fn a_stage_swapped_during_the_run_is_detected_and_not_written_through() {
         hidden = hidden.display(),
         victim = victim.display()
     );
-    let out = output(moot_run(&[
-        "--transcript",
-        stage.join("run.ndjson").to_str().unwrap(),
-        "--status-file",
-        stage.join("status").to_str().unwrap(),
-        "--cleanup",
-        prompt_dir.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
+    let out = output(sh(
+        &[
+            "--transcript",
+            stage.join("run.ndjson").to_str().unwrap(),
+            "--status-file",
+            stage.join("status").to_str().unwrap(),
+            "--cleanup",
+            prompt_dir.to_str().unwrap(),
+        ],
         &swap,
-    ]));
+    ));
     assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
     let errors = stderr(&out);
     assert!(

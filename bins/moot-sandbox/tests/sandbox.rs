@@ -15,6 +15,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use moot::testkit_fs::write_with_mode;
+
 const BIN: &str = env!("CARGO_BIN_EXE_moot-sandbox");
 
 fn sandbox(args: &[&str]) -> Output {
@@ -593,8 +595,7 @@ fn missing_and_unexecutable_commands_exit_127_and_126() {
     );
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("agent");
-    fs::write(&script, "#!/bin/sh\n").unwrap();
-    fs::set_permissions(&script, fs::Permissions::from_mode(0o644)).unwrap();
+    write_with_mode(&script, "#!/bin/sh\n", 0o644);
     let unexecutable = sandbox(&["--", path(&script)]);
     assert_eq!(unexecutable.status.code(), Some(126));
     assert_eq!(
@@ -739,8 +740,7 @@ fn root_cannot_chmod_chown_or_utime_files_it_was_never_granted() {
     fs::set_permissions(&t.outside, fs::Permissions::from_mode(0o755)).unwrap();
     fs::set_permissions(&t.secret, fs::Permissions::from_mode(0o600)).unwrap();
     let theirs = t.outside.join("theirs");
-    fs::write(&theirs, "another user's\n").unwrap();
-    fs::set_permissions(&theirs, fs::Permissions::from_mode(0o600)).unwrap();
+    write_with_mode(&theirs, "another user's\n", 0o600);
     std::os::unix::fs::chown(&theirs, Some(4242), Some(4242)).unwrap();
     let attempt = |file: &Path, flags: &[&str]| {
         let script = format!(
@@ -943,8 +943,7 @@ fn npm_install(root: &Path) -> (PathBuf, String) {
         ),
     ] {
         fs::create_dir_all(file.parent().unwrap()).unwrap();
-        fs::write(file, text).unwrap();
-        fs::set_permissions(file, fs::Permissions::from_mode(0o755)).unwrap();
+        write_with_mode(file, text, 0o755);
     }
     fs::create_dir_all(modules.join(".bin")).unwrap();
     std::os::unix::fs::symlink("../pkg/dist/cli.js", modules.join(".bin/tool")).unwrap();
