@@ -34,6 +34,20 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+/// Asserts that moot-run's stderr holds `part`, showing all of it when not.
+fn assert_stderr_has(out: &Output, part: &str) {
+    assert!(stderr(out).contains(part), "{}", stderr(out));
+}
+
+/// A script named `agent` holding `text` with permission bits `mode`, in a fresh directory
+/// (returned with it, and removed when that is dropped).
+fn agent(text: &str, mode: u32) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("agent");
+    write_with_mode(&script, text, mode);
+    (dir, script)
+}
+
 fn status_file(path: &Path) -> ProcessOutcome {
     ProcessOutcome::read(path).expect("a status file moot-parse-* can read")
 }
@@ -102,6 +116,18 @@ fn spawn_with_default_signals(args: &[&str]) -> Child {
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn moot-run")
+}
+
+/// What is left on a piped stderr of `child`, read to its end.
+fn rest_of_stderr(child: &mut Child) -> String {
+    let mut text = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
+    text
 }
 
 /// Waits for `child` to exit, failing the test if it hangs.
@@ -432,13 +458,7 @@ fn a_signal_while_argv_is_awaited_on_stdin_stops_moot_run_and_cleans_up() {
     std::thread::sleep(Duration::from_millis(200));
     kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
     let status = wait_bounded(&mut child);
-    let mut errors = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut errors)
-        .unwrap();
+    let errors = rest_of_stderr(&mut child);
     assert_eq!(status.code(), Some(125));
     assert_eq!(
         errors,
@@ -474,9 +494,7 @@ fn a_missing_binary_exits_127_naming_it_and_the_path_searched() {
 
 #[test]
 fn a_file_that_is_not_executable_exits_126() {
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("agent");
-    write_with_mode(&script, "#!/bin/sh\necho hi\n", 0o644);
+    let (dir, script) = agent("#!/bin/sh\necho hi\n", 0o644);
     let direct = output(moot_run(&["--", script.to_str().unwrap()]));
     assert_eq!(direct.status.code(), Some(126));
     assert_eq!(
@@ -492,16 +510,10 @@ fn a_file_that_is_not_executable_exits_126() {
 
 #[test]
 fn a_missing_interpreter_is_127_and_says_so() {
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("agent");
-    write_with_mode(&script, "#!/nonexistent/interpreter\n", 0o755);
+    let (_dir, script) = agent("#!/nonexistent/interpreter\n", 0o755);
     let out = output(moot_run(&["--", script.to_str().unwrap()]));
     assert_eq!(out.status.code(), Some(127));
-    assert!(
-        stderr(&out).ends_with("its #! interpreter may be missing\n"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_has(&out, "its #! interpreter may be missing\n");
 }
 
 #[test]
@@ -630,13 +642,7 @@ fn a_closed_stdout_still_leaves_a_complete_transcript() {
         "a lost stdout is moot-run's failure"
     );
     assert_eq!(fs::metadata(&transcript).unwrap().len(), 1 << 20);
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = rest_of_stderr(&mut child);
     assert_eq!(
         err,
         "moot-run: cannot write stdout; the transcript, if any, has every byte: Broken pipe \
@@ -950,11 +956,7 @@ fn cleanup_never_removes_what_moot_did_not_create() {
         "--",
         "true",
     ]));
-    assert!(
-        stderr(&out).contains("no .moot-scratch marker"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_has(&out, "no .moot-scratch marker");
     assert_project_intact(&proj);
 }
 
@@ -1009,13 +1011,7 @@ fn planted_transcript_and_stderr_names_are_refused() {
                 .spawn()
                 .unwrap();
             let status = wait_bounded(&mut child);
-            let mut err = String::new();
-            child
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
+            let err = rest_of_stderr(&mut child);
             assert_eq!(status.code(), Some(125), "{flag} {name:?}: {err}");
             assert!(
                 err.starts_with(&format!("moot-run: {flag} (")) && err.contains(why),
@@ -1081,11 +1077,7 @@ fn cleanup_removes_nothing_through_a_bind_mount() {
         "true",
     ]));
     assert_eq!(out.status.code(), Some(125));
-    assert!(
-        stderr(&out).contains("is a mount point"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_has(&out, "is a mount point");
     assert_eq!(
         fs::read_to_string(project.join("important")).unwrap(),
         "keep"
@@ -1120,11 +1112,7 @@ fn cleanup_of_a_tree_it_cannot_empty_removes_nothing() {
     }
     let out = output(command);
     assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("not a directory you can empty"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_has(&out, "not a directory you can empty");
     assert!(
         scratch.join(moot::cleanup::MARKER).exists(),
         "removed part of it"
