@@ -269,6 +269,10 @@ mod tests {
             "the argument '--list' cannot be used with '--policy <POLICY>' (see --help)"
         );
         assert_eq!(
+            refusal(&["--list", "--list"]),
+            "the argument '--list' cannot be used multiple times (see --help)"
+        );
+        assert_eq!(
             refusal(&["x", "y"]),
             "unexpected argument 'y' found (see --help)"
         );
