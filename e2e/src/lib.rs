@@ -4,11 +4,13 @@
 //! their own: `cargo test -p moot` then needs no binary, and `cargo test -p moot-e2e` builds
 //! the binaries it needs. Cargo cannot depend on another package's binaries (artifact
 //! dependencies are unstable), so [`tool_dir`] asks the cargo that runs the tests (`$CARGO`) to
-//! build them once per test binary. Cargo releases its lock on the target directory before it
-//! runs any test, so this nested build does not wait on the outer one; after `cargo test
-//! --workspace`, which has already built every binary with the same features, it finds them
-//! fresh and returns in well under a second. The build always runs (rather than only when a
-//! binary is absent), so a test never runs a stale binary after a tool's source changed.
+//! build them, once per test binary, with `cargo test --no-run --workspace`: the very build
+//! `cargo test --workspace` has just done, so there it is fresh and costs a fraction of a
+//! second (a `cargo build --bins` would unify dependency features without the dev-dependencies
+//! and relink every tool a second time). Cargo releases its lock on the target directory before
+//! it runs any test, so this nested build does not wait on the outer one. The build always runs
+//! (rather than only when a binary is absent), so a test never runs a stale binary after a
+//! tool's source changed.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -44,23 +46,26 @@ pub fn tool(tool: &str) -> PathBuf {
 }
 
 /// Builds every tool into the directory this test binary's own profile uses:
-/// `<target-dir>/<profile dir>/deps/<test>` is where cargo put the test, and the profile dir
-/// `debug` is the `dev` profile's. The features are those `cargo test --workspace` unifies
-/// (the tools' tests enable `moot/testkit`), so that build's binaries are reused as they are.
+/// `<target-dir>/<profile dir>/deps/<test>` is where cargo put the test (see the module comment).
 fn build_tools() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
     let profile = match dir.file_name().unwrap().to_str().unwrap() {
-        "debug" => "dev",
-        other => other,
+        "debug" => None,
+        "release" => Some("release"),
+        other => Some(other),
     };
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(&cargo)
+    let mut build = Command::new(&cargo);
+    build
         .current_dir(root())
-        .args(["build", "--quiet", "--workspace", "--bins"])
-        .args(["--features", "moot/testkit", "--profile", profile])
+        .args(["test", "--no-run", "--quiet", "--workspace"])
         .arg("--target-dir")
-        .arg(dir.parent().unwrap())
+        .arg(dir.parent().unwrap());
+    if let Some(profile) = profile {
+        build.args(["--profile", profile]);
+    }
+    let status = build
         .status()
         .unwrap_or_else(|e| panic!("cannot run {cargo:?} to build the tools: {e}"));
     assert!(status.success(), "building the tools failed: {status}");
