@@ -8,7 +8,7 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 /// Runs a tool's body. An `Err` is printed on one line and exits with `failure_status`. A
 /// broken pipe on stdout is such an error too: output that did not arrive is a failure, or an
 /// orchestrator would take a verdict nobody read for one that was delivered.
-pub fn run_tool(
+fn run_tool(
     tool: &str,
     failure_status: u8,
     body: impl FnOnce() -> anyhow::Result<ExitCode>,
