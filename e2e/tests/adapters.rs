@@ -350,17 +350,34 @@ fn claude_runs_the_named_binary_and_resumes_only_after_success() {
     stubs.install("real-claude", "claude/real-plain.ndjson", 0);
     let bin = stubs.path("real-claude");
     let sessions = tempfile::tempdir().unwrap();
+    let (settings, mcp) = claude_bundle(&stubs);
     let env = |request: &'static str| {
         vec![
             ("MOSAIC_REQUEST", request),
             ("MOSAIC_THINKING", "high"),
             ("MOSAIC_CLAUDE_BIN", bin.to_str().unwrap()),
             ("MOSAIC_SESSION_DIR", sessions.path().to_str().unwrap()),
+            ("MOSAIC_CLAUDE_SETTINGS", settings.to_str().unwrap()),
+            ("MOSAIC_CLAUDE_MCP_CONFIG", mcp.to_str().unwrap()),
         ]
     };
     let first = adapter("claude", &stubs, &env("first turn"));
     assert_answered(&first, "claude/real-plain.json");
     let argv = stubs.argv("real-claude").unwrap();
+    // A managed session: the bundle, and nothing else loaded.
+    let managed = [
+        "--permission-mode",
+        "plan",
+        "--effort",
+        "high",
+        "--settings",
+        settings.to_str().unwrap(),
+        "--mcp-config",
+        mcp.to_str().unwrap(),
+        "--strict-mcp-config",
+        "--disable-slash-commands",
+        "--restricted",
+    ];
     let stream = [
         "-p",
         "--output-format",
@@ -368,18 +385,10 @@ fn claude_runs_the_named_binary_and_resumes_only_after_success() {
         "--verbose",
         "--include-partial-messages",
     ];
-    assert_eq!(
-        argv[..5],
-        [
-            "--permission-mode",
-            "plan",
-            "--effort",
-            "high",
-            "--session-id"
-        ]
-    );
-    assert_eq!(argv[6..11], stream);
-    assert_eq!(argv[11..], ["--", "first turn"]);
+    assert_eq!(argv[..11], managed);
+    assert_eq!(argv[11], "--session-id");
+    assert_eq!(argv[13..18], stream);
+    assert_eq!(argv[18..], ["--", "first turn"]);
     let stored = fs::read_to_string(sessions.path().join("claude.session")).unwrap();
     assert_eq!(stored, "99805b40-d436-4d58-8b71-a1bed56e3211\n");
 
@@ -389,15 +398,57 @@ fn claude_runs_the_named_binary_and_resumes_only_after_success() {
     assert!(second.stdout.is_empty());
     let argv = stubs.argv("real-claude").unwrap();
     assert_eq!(
-        argv[4..6],
+        argv[11..13],
         ["--resume", "99805b40-d436-4d58-8b71-a1bed56e3211"]
     );
-    assert_eq!(argv[6..11], stream);
-    assert_eq!(argv[11..], ["--", "second turn"]);
+    assert_eq!(argv[13..18], stream);
+    assert_eq!(argv[18..], ["--", "second turn"]);
     let kept = fs::read_to_string(sessions.path().join("claude.session")).unwrap();
     assert_eq!(
         kept, stored,
         "a failed turn must not replace the stored session"
+    );
+}
+
+/// A managed claude session's bundle: a settings file and an MCP configuration.
+fn claude_bundle(stubs: &Stubs) -> (std::path::PathBuf, std::path::PathBuf) {
+    let settings = stubs.path("settings.json");
+    let mcp = stubs.path("mcp.json");
+    fs::write(&settings, "{}").unwrap();
+    fs::write(&mcp, r#"{"mcpServers":{}}"#).unwrap();
+    (settings, mcp)
+}
+
+/// A managed claude session (a session directory) refuses to start without its bundle.
+#[test]
+fn a_managed_claude_session_needs_its_bundle() {
+    let stubs = Stubs::new();
+    stubs.install("claude", "claude/real-plain.ndjson", 0);
+    let sessions = tempfile::tempdir().unwrap();
+    let (settings, _) = claude_bundle(&stubs);
+    let base = [
+        ("MOSAIC_REQUEST", "x"),
+        ("MOSAIC_THINKING", "high"),
+        ("MOSAIC_SESSION_DIR", sessions.path().to_str().unwrap()),
+    ];
+    let out = adapter("claude", &stubs, &base);
+    assert_failed(
+        &out,
+        2,
+        "moot adapter (claude): MOSAIC_CLAUDE_SETTINGS is not set: a managed claude session",
+    );
+    let mut missing_mcp = base.to_vec();
+    missing_mcp.push(("MOSAIC_CLAUDE_SETTINGS", settings.to_str().unwrap()));
+    missing_mcp.push(("MOSAIC_CLAUDE_MCP_CONFIG", "/nonexistent/mcp.json"));
+    let out = adapter("claude", &stubs, &missing_mcp);
+    assert_failed(
+        &out,
+        2,
+        "moot adapter (claude): MOSAIC_CLAUDE_MCP_CONFIG (/nonexistent/mcp.json) is not a readable file",
+    );
+    assert!(
+        stubs.argv("claude").is_none(),
+        "claude ran without its bundle"
     );
 }
 

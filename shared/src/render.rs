@@ -116,7 +116,7 @@ pub struct JobArgs {
     pub read_dir: Vec<String>,
 
     /// Seconds left for the run (omp: --max-time of 90% of it, omitted under 1 s).
-    #[arg(long, value_name = "SECS", value_parser = parse_seconds, allow_hyphen_values = true)]
+    #[arg(long, value_name = "SECS", value_parser = crate::seconds::parse_millis, allow_hyphen_values = true)]
     pub deadline: Option<u64>,
 
     /// Plan first, then execute (omp only; needs a write-granting policy).
@@ -299,7 +299,7 @@ fn list(tool: &str, args: &RenderArgs) -> anyhow::Result<ExitCode> {
             Entry::new(
                 meta,
                 |name| nonblank(std::env::var(name).ok().as_deref()),
-                |exe| which::which(exe).ok().map(|p| p.display().to_string()),
+                |exe| crate::exec::find_on_path(exe).map(|p| p.display().to_string()),
             )
         })
         .collect();
@@ -853,24 +853,6 @@ fn checked_text(bytes: Vec<u8>) -> Result<String, Refusal> {
     Ok(text)
 }
 
-/// `SECS` as milliseconds: a non-negative decimal number of seconds (`600`, `12.5`); digits
-/// past the millisecond are dropped.
-pub fn parse_seconds(value: &str) -> Result<u64, String> {
-    let bad = || format!("expected a number of seconds such as 600 or 12.5, got {value:?}");
-    let (whole, fraction) = value.split_once('.').unwrap_or((value, ""));
-    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    if whole.is_empty() || !digits(whole) || !digits(fraction) || value.ends_with('.') {
-        return Err(bad());
-    }
-    let millis: String = fraction.chars().chain("000".chars()).take(3).collect();
-    whole
-        .parse::<u64>()
-        .ok()
-        .and_then(|s| s.checked_mul(1000))
-        .and_then(|ms| ms.checked_add(millis.parse::<u64>().ok()?))
-        .ok_or_else(bad)
-}
-
 /// The JSON object of `--format json`.
 #[derive(Debug, Serialize)]
 pub struct Output<'a> {
@@ -1044,26 +1026,6 @@ mod tests {
             .err()
             .unwrap();
         assert_eq!(error.kind(), clap::error::ErrorKind::ArgumentConflict);
-    }
-
-    #[test]
-    fn seconds_parse_to_milliseconds() {
-        assert_eq!(parse_seconds("600"), Ok(600_000));
-        assert_eq!(parse_seconds("12.5"), Ok(12_500));
-        assert_eq!(parse_seconds("0.0019"), Ok(1));
-        assert_eq!(parse_seconds("0"), Ok(0));
-        for bad in [
-            "",
-            "-1",
-            "1.",
-            ".5",
-            "1e3",
-            "inf",
-            "1,5",
-            "99999999999999999999",
-        ] {
-            assert!(parse_seconds(bad).is_err(), "{bad}");
-        }
     }
 
     #[test]
