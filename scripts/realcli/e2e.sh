@@ -8,7 +8,8 @@
 #   REALCLI_DIR    where install.sh put the CLIs (default: $TMPDIR/moot-realcli)
 #   MOOT_BIN       the directory of the built moot tools (default: target/debug)
 #   MOOT_NO_SKIP   set (CI): a CLI that is not installed fails the suite instead of skipping
-#   ONLY           a space-separated subset of the scenarios below
+#   ONLY           a space-separated subset of the scenarios below (scripts/realcli/README.md
+#                  says what each checks)
 #
 # Prints one row per run (CLI, path, scenario, result, seconds) and, last, the plain closing
 # line "N passed, N failed, N skipped". Exits 1 if anything failed.
@@ -17,7 +18,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 REALCLI_DIR=${REALCLI_DIR:-${TMPDIR:-/tmp}/moot-realcli}
 MOOT_BIN=$(cd "${MOOT_BIN:-$root/target/debug}" && pwd)
-SCENARIOS=${ONLY:-plain shell outside error length drop deadline bigprompt resume}
+SCENARIOS=${ONLY:-plain shell outside error length drop deadline bigprompt resume activity marker tools managed start health}
+# The managed-session and lifecycle scenarios run through the adapter alone (they are its
+# contract); each applies to the CLIs it names.
+ADAPTER_ONLY=" activity marker tools managed start health "
 CLIS=${*:-omp pi claude codex kimi kimi-cli}
 work=$(mktemp -d "${TMPDIR:-/tmp}/moot-e2e.XXXXXX")
 passed=0 failed=0 skipped=0
@@ -50,7 +54,10 @@ done
 setup_common() {
     export HOME=$work/home/$1
     mkdir -p "$HOME"
-    unset MOSAIC_MODEL MOSAIC_THINKING MOSAIC_CLAUDE_BIN
+    unset MOSAIC_MODEL MOSAIC_THINKING MOSAIC_CLAUDE_BIN MOSAIC_TOOLS
+    unset MOSAIC_CLAUDE_SETTINGS MOSAIC_CLAUDE_MCP_CONFIG
+    # The CLI streams its model events as they come (not one whole message at the end).
+    streams=0
 }
 setup_omp() {
     setup_common omp
@@ -60,7 +67,7 @@ setup_omp() {
     # omp retries a provider error 10 times with backoff up to minutes by default: one retry.
     printf 'retry:\n  maxRetries: 1\n  baseDelayMs: 200\n' >"$HOME/.omp/agent/config.yml"
     path_dirs=$REALCLI_DIR/omp/node_modules/.bin
-    runtime=omp parser=omp program=omp resumes=0
+    runtime=omp parser=omp program=omp resumes=0 streams=1
     export MOSAIC_MODEL=fake/fake-model MOOT_OMP_DEFAULT_MODEL=fake/fake-model
 }
 setup_pi() {
@@ -69,7 +76,7 @@ setup_pi() {
     printf '{"providers":{"fake":{"baseUrl":"http://127.0.0.1:%s/v1","api":"openai-completions","apiKey":"dummy-not-a-secret","compat":{"supportsDeveloperRole":false,"supportsReasoningEffort":false},"models":[{"id":"fake-model","name":"Fake Model","contextWindow":128000,"maxTokens":4096}]}}}\n' \
         "$port" >"$HOME/.pi/agent/models.json"
     path_dirs=$REALCLI_DIR/pi/node_modules/.bin
-    runtime=pi parser=pi program=pi resumes=1
+    runtime=pi parser=pi program=pi resumes=1 streams=1
     export PI_OFFLINE=1 MOSAIC_MODEL=fake/fake-model MOOT_PI_DEFAULT_MODEL=fake/fake-model
 }
 setup_claude() {
@@ -79,7 +86,14 @@ setup_claude() {
     mkdir -p "$path_dirs"
     ln -sf "$REALCLI_DIR/claude/node_modules/@anthropic-ai/claude-code-linux-x64/claude" \
         "$path_dirs/claude"
-    runtime=claude parser=claude program=claude resumes=1
+    runtime=claude parser=claude program=claude resumes=1 streams=1
+    # Every adapter run has a session directory, so claude runs as a managed session: its
+    # bundle (a settings file that allows the tools, no MCP server) and a tool limit that names
+    # the tools --restricted would otherwise remove.
+    export MOSAIC_CLAUDE_SETTINGS=$HOME/settings.json MOSAIC_CLAUDE_MCP_CONFIG=$HOME/mcp.json
+    printf '{"permissions":{"allow":["Bash","Read","Write","Edit","Glob","Grep"]}}\n' >"$MOSAIC_CLAUDE_SETTINGS"
+    printf '{"mcpServers":{}}\n' >"$MOSAIC_CLAUDE_MCP_CONFIG"
+    export MOSAIC_TOOLS=Bash,Read,Write,Edit,Glob,Grep
     export ANTHROPIC_BASE_URL=http://127.0.0.1:$port ANTHROPIC_API_KEY=dummy-not-a-secret
     export DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 DISABLE_AUTOUPDATER=1
     export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 CLAUDE_CODE_MAX_RETRIES=1
@@ -122,13 +136,14 @@ setup_kimi_cli() {
 
 # ---- one run: through the adapter, or through the README's pipeline with the runtime's names
 # run_adapter and run_pipeline leave stdout in $out, stderr in $err, the status in $status.
+# adapter_env holds extra VAR=value words for the run, adapter_verb its verb (none: deliver).
 run_adapter() {
     local request=$1 deadline=${2:-}
     (
         cd "$ws" &&
-            MOSAIC_REQUEST=$request MOSAIC_WORKSPACE=$ws MOSAIC_SESSION_DIR=$sessions \
-                MOOT_DEADLINE=$deadline \
-                sh "$root/scripts/adapters/$runtime/adapter.sh"
+            env MOSAIC_REQUEST="$request" MOSAIC_WORKSPACE="$ws" MOSAIC_SESSION_DIR="$sessions" \
+                MOOT_DEADLINE="$deadline" "${adapter_env[@]}" \
+                sh "$root/scripts/adapters/$runtime/adapter.sh" ${adapter_verb:-}
     ) >"$out" 2>"$err"
     status=$?
 }
@@ -175,6 +190,38 @@ fresh_workspace() {
     sessions=$work/sessions/$cli
     rm -rf "$sessions"
     mkdir -p "$sessions"
+    adapter_env=() adapter_verb=
+}
+
+# The pi extension a managed session's bundle loads, reduced to what MOSAIC_TURN_MARKER needs.
+marker_extension() {
+    cat >"$work/marker-ext.ts" <<'TS'
+import { writeFileSync } from "node:fs";
+export default function (pi: any) {
+    pi.on("agent_end", async () => {
+        const marker = process.env.MOSAIC_TURN_MARKER;
+        if (marker) writeFileSync(marker, "done\n");
+    });
+}
+TS
+    echo "$work/marker-ext.ts"
+}
+
+# activity_run: a slow answer through the adapter with MOSAIC_MODEL_ACTIVITY_DIR; sets status,
+# and token_lead, the seconds between the token's appearance and the end of the run.
+activity_run() {
+    local dir=$1
+    adapter_env=(MOSAIC_MODEL_ACTIVITY_DIR="$dir")
+    (run_adapter "Inspect the workspace."; echo "$status" >"$work/activity.status") &
+    local pid=$! seen=
+    while kill -0 "$pid" 2>/dev/null; do
+        [ -e "$dir/proxy-first-output" ] && { seen=$SECONDS; break; }
+        sleep 0.1
+    done
+    wait "$pid"
+    status=$(cat "$work/activity.status")
+    token_lead=$((${seen:+SECONDS - seen}+0))
+    [ -n "$seen" ] || token_lead=-1
 }
 
 # check SCENARIO PATH: runs one scenario through one path; echoes the reason on failure.
@@ -241,6 +288,98 @@ check() {
             [ "$status" = 0 ] && [ "$seen" = "start end" ] ||
                 echo "exit $status; the provider saw the prompt's: ${seen:-nothing}: $(head -c 300 "$err")"
             ;;
+        activity)
+            case $cli in kimi-cli | kimi | codex | omp | pi | claude) ;; *) echo NA; return ;; esac
+            local dir=$work/activity token
+            rm -rf "$dir" && mkdir -p "$dir"
+            token=$dir/proxy-first-output
+            echo slow >"$scenario_file"
+            activity_run "$dir"
+            if [ "$status" != 0 ] || ! cmp -s "$token" <(printf 'output\n'); then
+                echo "exit $status, token: $(od -c "$token" 2>&1 | head -n 1): $(head -c 300 "$err")"
+            elif [ "$(stat -c %a "$token")" != 600 ]; then
+                echo "the token's mode is $(stat -c %a "$token")"
+            elif [ "$streams" = 1 ] && [ "$token_lead" -lt 2 ]; then
+                echo "the token appeared ${token_lead}s before the run ended: not while the CLI ran"
+            else
+                # A turn whose provider fails before the model says anything shows no activity.
+                rm -rf "$dir" && mkdir -p "$dir"
+                echo fatal >"$scenario_file"
+                activity_run "$dir"
+                [ "$status" != 0 ] && [ ! -e "$token" ] ||
+                    echo "a turn without a model event: exit $status, token $([ -e "$token" ] && echo published || echo absent)"
+            fi
+            ;;
+        marker)
+            [ "$cli" = pi ] || { echo NA; return; }
+            local ext markers=$work/markers
+            ext=$(marker_extension)
+            rm -rf "$markers" && mkdir -p "$markers"
+            echo plain >"$scenario_file"
+            adapter_env=(MOSAIC_TURN_MARKER="$markers/with" MOSAIC_EXTENSIONS="$ext")
+            run_adapter "Inspect the workspace."
+            if [ "$status" != 0 ] || [ ! -e "$markers/with" ]; then
+                echo "with the extension: exit $status, marker $([ -e "$markers/with" ] && echo written || echo missing): $(head -c 300 "$err")"
+                return
+            fi
+            adapter_env=(MOSAIC_TURN_MARKER="$markers/without")
+            run_adapter "Inspect the workspace."
+            [ "$status" = 1 ] && [ "$(wc -l <"$err")" = 1 ] && grep -q "without its marker" "$err" ||
+                echo "without the marker: exit $status: $(head -c 300 "$err")"
+            ;;
+        tools)
+            local limit
+            case $cli in pi) limit=read ;; claude) limit=Read ;; *) echo NA; return ;; esac
+            # The same command runs without the limit, and not with it.
+            echo "toolcmd touch ran.txt" >"$scenario_file"
+            run_adapter "Run the tool."
+            [ -e "$ws/ran.txt" ] || { echo "without a limit the command never ran (exit $status): $(head -c 300 "$err")"; return; }
+            rm -f "$ws/ran.txt"
+            adapter_env=(MOSAIC_TOOLS="$limit")
+            run_adapter "Run the tool."
+            [ ! -e "$ws/ran.txt" ] ||
+                echo "MOSAIC_TOOLS=$limit still let the model's shell command run (exit $status)"
+            ;;
+        managed)
+            [ "$cli" = claude ] || { echo NA; return; }
+            adapter_env=(MOSAIC_CLAUDE_SETTINGS=)
+            run_adapter "Inspect the workspace."
+            [ "$status" = 2 ] && [ "$(wc -l <"$err")" = 1 ] && grep -q MOSAIC_CLAUDE_SETTINGS "$err" &&
+                [ -z "$(ls -A "$dump")" ] ||
+                echo "without its settings: exit $status, provider requests $(ls "$dump" | wc -l): $(head -c 300 "$err")"
+            ;;
+        start)
+            echo plain >"$scenario_file"
+            adapter_verb=start
+            run_adapter "not read by a start"
+            local ref
+            ref=$(cat "$out")
+            if [ "$status" != 0 ] || [ -z "$ref" ] || [ "$(wc -l <"$out")" != 1 ]; then
+                echo "start: exit $status, printed '$ref': $(head -c 300 "$err")"
+                return
+            fi
+            adapter_verb="validate $ref"
+            run_adapter ""
+            [ "$status" = 0 ] || { echo "validate $ref: exit $status: $(head -c 300 "$err")"; return; }
+            if [ "$resumes" = 0 ]; then
+                case $ref in fresh:?*) ;; *) echo "$cli never resumes, but start printed $ref" ;; esac
+                return
+            fi
+            grep -qxF "$ref" "$sessions/$runtime.session" 2>/dev/null ||
+                { echo "start printed $ref but stored $(cat "$sessions/$runtime.session" 2>&1)"; return; }
+            grep -rqs "Initialize only" "$dump" || { echo "the provider never saw the startup prompt"; return; }
+            rm -rf "$dump"/*
+            adapter_verb=
+            run_adapter "Second turn."
+            [ "$status" = 0 ] && grep -rqs "Initialize only" "$dump" ||
+                echo "the next turn did not resume the started session (exit $status): $(head -c 300 "$err")"
+            ;;
+        health)
+            echo plain >"$scenario_file"
+            adapter_verb=health
+            run_adapter ""
+            [ "$status" = 0 ] && [ -s "$out" ] || echo "health: exit $status: $(head -c 300 "$err")"
+            ;;
         resume)
             if [ "$resumes" = 0 ]; then
                 echo SKIP
@@ -300,10 +439,12 @@ for cli in $CLIS; do
     out=$work/out err=$work/err
     for scenario in $SCENARIOS; do
         for via in adapter pipeline; do
+            case $ADAPTER_ONLY in *" $scenario "*) [ "$via" = adapter ] || continue ;; esac
             started=$SECONDS
             why=$(check "$scenario" "$via")
             took=$((SECONDS - started))
             case $why in
+                NA) continue ;;
                 '') result=ok passed=$((passed + 1)) ;;
                 SKIP) result="n/a ($cli never resumes)" skipped=$((skipped + 1)) ;;
                 *) result="FAILED: $(printf '%s' "$why" | tr '\n|' '  ' | head -c 300)" failed=$((failed + 1)) ;;
