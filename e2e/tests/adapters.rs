@@ -94,6 +94,26 @@ impl Stubs {
 /// Runs one adapter with exactly `env` (plus PATH, HOME and TMPDIR), as Mosaic's runner does:
 /// `/bin/sh adapter.sh`, stdin closed.
 fn adapter(runtime: &str, stubs: &Stubs, env: &[(&str, &str)]) -> Output {
+    adapter_verb(runtime, stubs, &[], env)
+}
+
+/// [`adapter`] with a verb and its arguments (`start`, `health`, `validate REF`).
+fn adapter_verb(runtime: &str, stubs: &Stubs, verb: &[&str], env: &[(&str, &str)]) -> Output {
+    let out = adapter_command(runtime, stubs, verb, env).output().unwrap();
+    assert_tmpdir_empty(stubs);
+    out
+}
+
+fn assert_tmpdir_empty(stubs: &Stubs) {
+    assert_eq!(
+        fs::read_dir(stubs.tmp.path()).unwrap().count(),
+        0,
+        "the adapter left files in TMPDIR"
+    );
+}
+
+/// The command [`adapter`] runs, for a test that drives the process itself.
+fn adapter_command(runtime: &str, stubs: &Stubs, args: &[&str], env: &[(&str, &str)]) -> Command {
     let tmp = stubs.tmp.path();
     let path = format!(
         "{}:{}:/usr/bin:/bin",
@@ -103,6 +123,7 @@ fn adapter(runtime: &str, stubs: &Stubs, env: &[(&str, &str)]) -> Output {
     let mut command = Command::new("/bin/sh");
     command
         .arg(root().join(format!("scripts/adapters/{runtime}/adapter.sh")))
+        .args(args)
         .env_clear()
         .env("PATH", path)
         .env("HOME", stubs.dir.path())
@@ -111,13 +132,7 @@ fn adapter(runtime: &str, stubs: &Stubs, env: &[(&str, &str)]) -> Output {
     for (key, value) in env {
         command.env(key, value);
     }
-    let out = command.output().unwrap();
-    assert_eq!(
-        fs::read_dir(tmp).unwrap().count(),
-        0,
-        "the adapter left files in TMPDIR"
-    );
-    out
+    command
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -698,4 +713,336 @@ fn kimi_failure_reports_the_cli_text_verbatim() {
         fs::read(kept).unwrap(),
         fs::read(root().join("testdata/kimi/real-code-error-with-exit.stderr.txt")).unwrap()
     );
+}
+
+// ---- the session lifecycle (man/moot.7, THE SESSION LIFECYCLE)
+
+#[test]
+fn start_prints_the_reference_and_stores_it_only_after_success() {
+    let stubs = Stubs::new();
+    stubs.install("codex", "codex/real-plain.ndjson", 0);
+    let sessions = tempfile::tempdir().unwrap();
+    let env = [("MOSAIC_SESSION_DIR", sessions.path().to_str().unwrap())];
+    let out = adapter_verb("codex", &stubs, &["start"], &env);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let thread = "01a229c5-2d4b-7fa0-86a5-1f1d0e3c5bd6";
+    let expected: serde_json::Value =
+        serde_json::from_slice(&fs::read(root().join("testdata/codex/real-plain.json")).unwrap())
+            .unwrap();
+    let id = expected["run"]["session_id"].as_str().unwrap();
+    assert_ne!(id, thread, "the capture's own thread id is what counts");
+    assert_eq!(text(&out.stdout), format!("{id}\n"));
+    assert_eq!(
+        fs::read_to_string(sessions.path().join("codex.session")).unwrap(),
+        format!("{id}\n")
+    );
+    // The startup prompt, never MOSAIC_REQUEST (none was given), on a fresh session.
+    let argv = stubs.argv("codex").unwrap();
+    assert!(
+        argv.last().unwrap().starts_with("Initialize only"),
+        "{argv:?}"
+    );
+    assert!(!argv.contains(&"resume".to_string()), "{argv:?}");
+
+    // A start that fails prints and stores nothing.
+    let fresh = tempfile::tempdir().unwrap();
+    stubs.install("codex", "codex/real-error.ndjson", 1);
+    let failed = adapter_verb(
+        "codex",
+        &stubs,
+        &["start"],
+        &[("MOSAIC_SESSION_DIR", fresh.path().to_str().unwrap())],
+    );
+    assert_failed(&failed, 1, "moot-parse-codex: ");
+    assert_eq!(fs::read_dir(fresh.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn runtimes_that_keep_no_session_start_fresh_or_not_at_all() {
+    let stubs = Stubs::new();
+    stubs.install("omp", "omp/real-plain.ndjson", 0);
+    for runtime in ["omp", "mock"] {
+        let out = adapter_verb(runtime, &stubs, &["start"], &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let reference = text(&out.stdout);
+        let suffix = reference.trim_end().strip_prefix("fresh:").unwrap();
+        assert_eq!(suffix.len(), 16, "{reference:?}");
+        assert!(suffix.bytes().all(|b| b.is_ascii_hexdigit()));
+    }
+    assert!(stubs.argv("omp").is_none(), "omp ran for a start");
+    let shell = adapter_verb(
+        "shell",
+        &stubs,
+        &["start"],
+        &[("MOOT_SHELL_COMMAND", "echo hi")],
+    );
+    assert_failed(
+        &shell,
+        2,
+        "moot adapter (shell): start: shell keeps no session",
+    );
+}
+
+#[test]
+fn health_runs_the_runtimes_own_check_without_a_request() {
+    let stubs = Stubs::new();
+    let shell = adapter_verb(
+        "shell",
+        &stubs,
+        &["health"],
+        &[("MOOT_SHELL_COMMAND", "printf '%s|%s' \"$0\" \"$1\"")],
+    );
+    assert_eq!(shell.status.code(), Some(0), "{}", text(&shell.stderr));
+    assert_eq!(
+        text(&shell.stdout),
+        "gitmoot-health|Gitmoot health check. Reply OK only."
+    );
+    // A health answer needs no gitmoot_result, even where a delivery does (kimi-cli).
+    stubs.install("kimi", "kimi/real-plain.ndjson", 0);
+    let stream = fs::read_to_string(stubs.path("kimi.stdout")).unwrap();
+    let no_result = stream.replace("gitmoot_result", "gitmoot_answer");
+    fs::write(stubs.path("kimi.stdout"), no_result).unwrap();
+    let kimi = adapter_verb("kimi-cli", &stubs, &["health"], &[]);
+    assert_eq!(kimi.status.code(), Some(0), "{}", text(&kimi.stderr));
+    assert!(!kimi.stdout.is_empty());
+    assert!(stubs
+        .argv("kimi")
+        .unwrap()
+        .contains(&"Gitmoot Kimi live check. Return OK only.".to_string()));
+    let delivery = adapter("kimi-cli", &stubs, &[("MOSAIC_REQUEST", "x")]);
+    assert_failed(&delivery, 1, "moot-parse-kimi: no_result: ");
+}
+
+#[test]
+fn validate_checks_a_reference_and_runs_nothing() {
+    let stubs = Stubs::new();
+    let ok = adapter_verb("codex", &stubs, &["validate", "last"], &[]);
+    assert_eq!(
+        (ok.status.code(), ok.stdout.is_empty(), ok.stderr.is_empty()),
+        (Some(0), true, true)
+    );
+    let bad = adapter_verb("claude", &stubs, &["validate", "abc"], &[]);
+    assert_failed(
+        &bad,
+        2,
+        "moot-render: --session (abc): claude takes a session UUID, last, fresh:<suffix> or nothing",
+    );
+    let missing = adapter_verb("pi", &stubs, &["validate"], &[]);
+    assert_failed(
+        &missing,
+        2,
+        "moot adapter (pi): validate takes one session reference",
+    );
+    let unknown = adapter_verb("pi", &stubs, &["frobnicate"], &[("MOSAIC_REQUEST", "x")]);
+    assert_failed(&unknown, 2, "moot adapter (pi): unknown verb 'frobnicate'");
+}
+
+// ---- managed sessions (man/moot.7, MANAGED SESSIONS)
+
+#[test]
+fn a_pi_turn_without_its_marker_fails() {
+    let stubs = Stubs::new();
+    stubs.install("pi", "pi/real-plain.ndjson", 0);
+    let run = tempfile::tempdir().unwrap();
+    let marker = run.path().join("turn.done");
+    let env = [
+        ("MOSAIC_REQUEST", "x"),
+        ("MOSAIC_TURN_MARKER", marker.to_str().unwrap()),
+    ];
+    // pi's stub writes no marker: the turn failed, whatever pi printed and its status said.
+    let out = adapter("pi", &stubs, &env);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("the turn ended without its marker"),
+        "{stderr}"
+    );
+    // A marker left from before the turn proves nothing: refused before pi runs.
+    fs::write(&marker, "").unwrap();
+    fs::remove_file(stubs.path("pi.argv")).unwrap();
+    let stale = adapter("pi", &stubs, &env);
+    assert_failed(&stale, 2, "moot adapter (pi): MOSAIC_TURN_MARKER (");
+    assert!(stubs.argv("pi").is_none());
+}
+
+/// The managed session's files reach the CLI in the sandbox as the contract says: the policy
+/// and tools files readable, the unslop log writable, the tool socket connectable (a real UNIX
+/// socket server); a file beside them that was not named stays out of reach.
+#[test]
+fn a_managed_sessions_files_reach_the_cli_in_the_sandbox() {
+    let stubs = Stubs::new();
+    let run = tempfile::tempdir().unwrap();
+    let file = |name: &str| run.path().join(name);
+    fs::write(file("policy.json"), "POLICY").unwrap();
+    fs::write(file("tools.json"), "TOOLS").unwrap();
+    fs::write(file("secret"), "SECRET").unwrap();
+    let socket = file("tool.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let server = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut asked = [0u8; 4];
+        stream.read_exact(&mut asked).unwrap();
+        stream.write_all(b"pong").unwrap();
+        asked
+    });
+    let workspace = tempfile::tempdir().unwrap();
+    let ws = workspace.path();
+    let capture = root().join("testdata/omp/real-plain.ndjson");
+    let omp = stubs.path("omp");
+    fs::write(
+        &omp,
+        format!(
+            "#!/bin/sh\n\
+             cat \"$MOSAIC_POLICY_FILE\" \"$MOSAIC_TOOLS_FILE\" > {ws}/read.txt\n\
+             echo '{{\"tell\":1}}' >> \"$MOSAIC_UNSLOP_LOG\"\n\
+             cat {secret} > {ws}/secret.txt 2>/dev/null || echo denied > {ws}/secret.txt\n\
+             python3 -c 'import os, socket; s = socket.socket(socket.AF_UNIX); \
+             s.connect(os.environ[\"MOSAIC_TOOL_SOCKET\"]); s.sendall(b\"ping\"); \
+             print(s.recv(4).decode())' > {ws}/socket.txt\n\
+             cat {capture}\n",
+            ws = ws.display(),
+            secret = file("secret").display(),
+            capture = capture.display(),
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&omp, fs::Permissions::from_mode(0o755)).unwrap();
+    let grant = format!(
+        "--rx {} --ro {}",
+        stubs.dir.path().display(),
+        capture.display()
+    );
+    let unslop = file("unslop.jsonl");
+    let out = adapter(
+        "omp",
+        &stubs,
+        &[
+            ("MOSAIC_REQUEST", "x"),
+            ("MOSAIC_WORKSPACE", ws.to_str().unwrap()),
+            ("MOOT_SANDBOX_FLAGS", &grant),
+            ("MOSAIC_POLICY_FILE", file("policy.json").to_str().unwrap()),
+            ("MOSAIC_TOOLS_FILE", file("tools.json").to_str().unwrap()),
+            ("MOSAIC_UNSLOP_LOG", unslop.to_str().unwrap()),
+            ("MOSAIC_TOOL_SOCKET", socket.to_str().unwrap()),
+        ],
+    );
+    assert_answered(&out, "omp/real-plain.json");
+    assert_eq!(
+        fs::read_to_string(ws.join("read.txt")).unwrap(),
+        "POLICYTOOLS"
+    );
+    assert_eq!(fs::read_to_string(&unslop).unwrap(), "{\"tell\":1}\n");
+    assert_eq!(fs::read_to_string(ws.join("socket.txt")).unwrap(), "pong\n");
+    assert_eq!(&server.join().unwrap(), b"ping");
+    assert_eq!(
+        fs::read_to_string(ws.join("secret.txt")).unwrap(),
+        "denied\n"
+    );
+}
+
+/// A parser that dies while its answer drains to stdout never acknowledged it: the adapter
+/// fails with its fixed line, whatever status the shell saw, 0 included.
+#[test]
+fn a_parser_that_dies_mid_answer_fails_the_turn() {
+    use std::io::Read;
+    let stubs = Stubs::new();
+    // An answer far larger than a pipe holds, so the parser blocks on stdout.
+    let big = "x".repeat(4 << 20);
+    let capture: Vec<String> = fs::read_to_string(root().join("testdata/omp/real-plain.ndjson"))
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let mut row: serde_json::Value = serde_json::from_str(line).unwrap();
+            if row["type"] == "message_end" && row["message"]["role"] == "assistant" {
+                row["message"]["content"] = serde_json::json!([{"type": "text", "text": big}]);
+            }
+            row.to_string()
+        })
+        .collect();
+    fs::write(stubs.path("big.ndjson"), capture.join("\n") + "\n").unwrap();
+    stubs.install("omp", "omp/real-plain.ndjson", 0);
+    fs::copy(stubs.path("big.ndjson"), stubs.path("omp.stdout")).unwrap();
+    let mut child = adapter_command("omp", &stubs, &[], &[("MOSAIC_REQUEST", "x")])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let parser = wait_for_descendant(child.id(), "moot-parse-omp");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(parser),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let mut stdout = Vec::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut stdout)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    // The last line is the fixed one, and no shell crash text shows (moot-run, on the CLI's
+    // side, may still say its stdout went away).
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        stderr.lines().last(),
+        Some(
+            "moot adapter (omp): the parser did not complete the turn (exit 137): its answer may \
+             be cut short"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("Killed"), "{stderr}");
+
+    // A parser that exits 0 without acknowledging (its status collides with success).
+    stubs.install("omp", "omp/real-plain.ndjson", 0);
+    let fake = stubs.path("moot-parse-omp");
+    fs::write(
+        &fake,
+        "#!/bin/sh\ncat >/dev/null\necho 'half an ans'\nexit 0\n",
+    )
+    .unwrap();
+    fs::set_permissions(&fake, fs::Permissions::from_mode(0o755)).unwrap();
+    let collided = adapter("omp", &stubs, &[("MOSAIC_REQUEST", "x")]);
+    assert_eq!(collided.status.code(), Some(1));
+    assert_eq!(
+        text(&collided.stderr),
+        "moot adapter (omp): the parser did not complete the turn (exit 0): its answer may be \
+         cut short\n"
+    );
+}
+
+/// The pid of the first process named `name` below `ancestor`, waiting up to 20 s for it.
+fn wait_for_descendant(ancestor: u32, name: &str) -> i32 {
+    for _ in 0..2000 {
+        let procs: Vec<(i32, i32, String)> = fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|entry| {
+                let pid: i32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+                let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+                let (head, rest) = stat.rsplit_once(") ")?;
+                let comm = head.split_once(" (")?.1.to_string();
+                let ppid: i32 = rest.split(' ').nth(1)?.parse().ok()?;
+                Some((pid, ppid, comm))
+            })
+            .collect();
+        let below = |mut pid: i32| loop {
+            match procs.iter().find(|(p, _, _)| *p == pid) {
+                Some((_, parent, _)) if *parent == ancestor as i32 => return true,
+                Some((_, parent, _)) if *parent > 1 => pid = *parent,
+                _ => return false,
+            }
+        };
+        if let Some((pid, _, _)) = procs
+            .iter()
+            .find(|(pid, _, comm)| comm == name && below(*pid))
+        {
+            return *pid;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("no {name} below {ancestor}");
 }

@@ -249,14 +249,18 @@ moot_adapter() {
     # the CLI nor the parser inherits it.
     : >"$moot_work/out/completion" && exec 6<"$moot_work/out/completion" ||
         moot_die 1 "cannot create $moot_work/out/completion"
+    # The CLI's stderr keeps its channel (fd 7); the shell's own report of a helper that
+    # crashed ("Killed") goes nowhere: the one line below says what happened.
     # shellcheck disable=SC2086 # moot_parser_flags is a list of flags on purpose
-    "$@" <"$moot_work/argv" 6<&- |
-        moot-parse-"$moot_parser" --text --status-file "$moot_work/out/status" \
-            ${moot_parser_flags:-} ${moot_stderr:+--stderr-file "$moot_stderr"} \
-            ${MOSAIC_MODEL_ACTIVITY_DIR:+--activity-dir "$MOSAIC_MODEL_ACTIVITY_DIR"} \
-            --completion-file "$moot_work/out/completion" \
-            ${moot_self_clean:+--cleanup "$moot_self_clean"} \
-            ${moot_session_file:+--session-file "$moot_session_file"} >&4 2>&5 6<&-
+    {
+        "$@" <"$moot_work/argv" 2>&7 6<&- 7>&- |
+            moot-parse-"$moot_parser" --text --status-file "$moot_work/out/status" \
+                ${moot_parser_flags:-} ${moot_stderr:+--stderr-file "$moot_stderr"} \
+                ${MOSAIC_MODEL_ACTIVITY_DIR:+--activity-dir "$MOSAIC_MODEL_ACTIVITY_DIR"} \
+                --completion-file "$moot_work/out/completion" \
+                ${moot_self_clean:+--cleanup "$moot_self_clean"} \
+                ${moot_session_file:+--session-file "$moot_session_file"} >&4 2>&5 6<&- 7>&-
+    } 7>&2 2>/dev/null
     moot_status=$?
     IFS= read -r moot_completion <&6 || moot_completion=
     exec 4>&- 5>&- 6<&-
