@@ -16,6 +16,17 @@ const fn xdg(
     Place::moved_by(var, "opencode", below_home, access, why)
 }
 
+/// The config file `OPENCODE_CONFIG` names: read for its settings and its provider URLs.
+const CONFIG_FILE: Place = Place {
+    var: Some("OPENCODE_CONFIG"),
+    below_var: "",
+    below_home: None,
+    fixed: None,
+    access: Access::Read,
+    dir: false,
+    why: "extra config file, provider config",
+};
+
 pub static META: Meta = Meta {
     name: "opencode",
     executable: "opencode",
@@ -95,15 +106,7 @@ pub static META: Meta = Meta {
                 dir: true,
                 why: "extra config directory",
             },
-            Place {
-                var: Some("OPENCODE_CONFIG"),
-                below_var: "",
-                below_home: None,
-                fixed: None,
-                access: Access::Read,
-                dir: false,
-                why: "extra config file",
-            },
+            CONFIG_FILE,
         ],
         url_vars: &[],
         url_files: &[
@@ -121,15 +124,7 @@ pub static META: Meta = Meta {
                 Access::Read,
                 "provider config",
             ),
-            Place {
-                var: Some("OPENCODE_CONFIG"),
-                below_var: "",
-                below_home: None,
-                fixed: None,
-                access: Access::Read,
-                dir: false,
-                why: "provider config",
-            },
+            CONFIG_FILE,
         ],
         env: &[],
         temp: Some(Place::moved_by(
