@@ -352,7 +352,7 @@ for cli in $CLIS; do
             took=$((SECONDS - started))
             case $why in
                 '') result=ok passed=$((passed + 1)) ;;
-                SKIP) result="n/a ($cli $([ "$scenario" = asks ] && echo "asks nothing headless" || echo "never resumes"))" skipped=$((skipped + 1)) ;;
+                SKIP) result="n/a ($cli $([ "$scenario" = asks ] && echo "has no asks check" || echo "never resumes"))" skipped=$((skipped + 1)) ;;
                 *) result="FAILED: $(printf '%s' "$why" | tr '\n|' '  ' | head -c 300)" failed=$((failed + 1)) ;;
             esac
             printf '| %s | %s | %s | %s | %s |\n' "$cli" "$via" "$scenario" "$result" "$took"
