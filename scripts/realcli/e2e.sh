@@ -3,7 +3,7 @@
 # fake provider (fake_provider.py), through its adapter and through the README pipeline, always
 # confined by moot-sandbox with --profile and no hand-written grant anywhere.
 #
-#   e2e.sh [CLI...]     CLIs: omp pi claude codex kimi kimi-cli (default: all)
+#   e2e.sh [CLI...]     CLIs: omp pi claude codex kimi kimi-cli opencode (default: all)
 #
 #   REALCLI_DIR    where install.sh put the CLIs (default: $TMPDIR/moot-realcli)
 #   MOOT_BIN       the directory of the built moot tools (default: target/debug)
@@ -17,8 +17,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 REALCLI_DIR=${REALCLI_DIR:-${TMPDIR:-/tmp}/moot-realcli}
 MOOT_BIN=$(cd "${MOOT_BIN:-$root/target/debug}" && pwd)
-SCENARIOS=${ONLY:-plain shell outside error length drop deadline bigprompt resume}
-CLIS=${*:-omp pi claude codex kimi kimi-cli}
+SCENARIOS=${ONLY:-plain shell outside error length drop deadline bigprompt resume asks}
+CLIS=${*:-omp pi claude codex kimi kimi-cli opencode}
 work=$(mktemp -d "${TMPDIR:-/tmp}/moot-e2e.XXXXXX")
 passed=0 failed=0 skipped=0
 trap 'kill "$fake_pid" 2>/dev/null; rm -rf "$work"' EXIT
@@ -120,6 +120,28 @@ setup_kimi_cli() {
     parser_flags=--require-result
 }
 
+setup_opencode() {
+    setup_common opencode
+    # The XDG base directories a desktop has: the profile makes opencode's own directories in
+    # them (a place is made only where its parent exists).
+    mkdir -p "$HOME/.config/opencode" "$HOME/.local/share" "$HOME/.local/state" "$HOME/.cache"
+    printf '{"autoupdate":false,"share":"disabled","model":"fake/fake-model","provider":{"fake":{"npm":"@ai-sdk/openai-compatible","name":"Fake provider","options":{"baseURL":"http://127.0.0.1:%s/v1","apiKey":"dummy-not-a-secret"},"models":{"fake-model":{"name":"Fake Model","limit":{"context":128000,"output":4096}}}}}}\n' \
+        "$port" >"$HOME/.config/opencode/opencode.json"
+    # npm does not run opencode's postinstall here: the platform binary is run directly.
+    path_dirs=$work/bin/opencode
+    mkdir -p "$path_dirs"
+    ln -sf "$REALCLI_DIR/opencode/node_modules/opencode-linux-x64/bin/opencode" "$path_dirs/opencode"
+    runtime=opencode parser=opencode program=opencode resumes=1
+    export OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_MODELS_FETCH=1
+    export OPENCODE_DISABLE_LSP_DOWNLOAD=1 OPENCODE_DISABLE_DEFAULT_PLUGINS=1 OPENCODE_DISABLE_SHARE=1
+    export MOSAIC_MODEL=fake/fake-model
+    # A dropped stream makes opencode start its next step at once, forever: only a deadline
+    # ends that run.
+    drop_deadline=30
+    # Outside a seat opencode rejects, headless, the permissions it would ask for.
+    asks=1
+}
+
 # ---- one run: through the adapter, or through the README's pipeline with the runtime's names
 # run_adapter and run_pipeline leave stdout in $out, stderr in $err, the status in $status.
 run_adapter() {
@@ -207,7 +229,7 @@ check() {
             # The provider error is one no client retries (HTTP 400): 5xx is retried with
             # backoff by every CLI for up to minutes, which is their business, not moot's.
             if [ "$scenario" = error ]; then echo fatal; else echo "$scenario"; fi >"$scenario_file"
-            $run "Inspect the workspace."
+            $run "Inspect the workspace." "$([ "$scenario" = drop ] && echo "${drop_deadline:-}")"
             # A CLI may recover (claude retries a dropped stream without streaming): success is
             # then right, but only with the whole answer. A cut one must never pass.
             if [ "$status" = 0 ] && ! grep -qF "$COMPLETE" "$out"; then
@@ -240,6 +262,31 @@ check() {
             grep -rqs END-OF-PROMPT-MARKER-7Q "$dump" && seen="$seen end"
             [ "$status" = 0 ] && [ "$seen" = "start end" ] ||
                 echo "exit $status; the provider saw the prompt's: ${seen:-nothing}: $(head -c 300 "$err")"
+            ;;
+        asks)
+            # Outside a seat a write outside the workspace is a permission the CLI would ask
+            # for: nobody can answer headless, so the run must end (denied), not wait.
+            if [ "${asks:-0}" = 0 ]; then
+                echo SKIP
+                return
+            fi
+            echo "toolcmd touch $work/outside/escaped.txt" >"$scenario_file"
+            local started=$SECONDS
+            if [ "$via" = adapter ]; then
+                # No MOSAIC_WORKSPACE: no seat, the adapter's read-only policy.
+                (cd "$ws" && MOSAIC_REQUEST="Run the tool." MOOT_DEADLINE=120 \
+                    sh "$root/scripts/adapters/$runtime/adapter.sh") >"$out" 2>"$err"
+                status=$?
+            else
+                printf 'Run the tool.' >"$ws/job.md"
+                (cd "$ws" && moot-render "$runtime" --policy workspace-write --prompt-file job.md |
+                    moot-run --deadline 120 | moot-parse-"$parser" --text) >"$out" 2>"$err"
+                status=$?
+                rm -f "$ws/job.md"
+            fi
+            local took=$((SECONDS - started))
+            [ "$status" != 0 ] && [ ! -s "$out" ] && [ "$took" -lt 100 ] && [ ! -e "$work/outside/escaped.txt" ] ||
+                echo "exit $status after ${took}s, file made: $([ -e "$work/outside/escaped.txt" ] && echo yes || echo no): $(head -c 300 "$err")"
             ;;
         resume)
             if [ "$resumes" = 0 ]; then
@@ -282,7 +329,7 @@ session_of_first_turn() {
 
 printf '| CLI | path | scenario | result | s |\n|---|---|---|---|---|\n'
 for cli in $CLIS; do
-    keep= stderr_flag= parser_flags=
+    keep= stderr_flag= parser_flags= drop_deadline= asks=
     setup_"${cli//-/_}"
     installed=1
     for dir in ${path_dirs//:/ }; do [ -d "$dir" ] || installed=0; done
@@ -305,7 +352,7 @@ for cli in $CLIS; do
             took=$((SECONDS - started))
             case $why in
                 '') result=ok passed=$((passed + 1)) ;;
-                SKIP) result="n/a ($cli never resumes)" skipped=$((skipped + 1)) ;;
+                SKIP) result="n/a ($cli $([ "$scenario" = asks ] && echo "has no asks check" || echo "never resumes"))" skipped=$((skipped + 1)) ;;
                 *) result="FAILED: $(printf '%s' "$why" | tr '\n|' '  ' | head -c 300)" failed=$((failed + 1)) ;;
             esac
             printf '| %s | %s | %s | %s | %s |\n' "$cli" "$via" "$scenario" "$result" "$took"

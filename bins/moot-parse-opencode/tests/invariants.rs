@@ -1,0 +1,26 @@
+//! Two properties of every opencode stream the tests hold: a successful real capture cut at
+//! any point before its end is never a success (the last step's finish is then missing or cut
+//! mid-write), and rows of types the parser does not read never change a verdict, wherever they
+//! stand. opencode writes one run to a stream, so no cut is exempt.
+
+use moot::runtime::opencode::stream::Opencode;
+
+#[test]
+fn truncating_a_successful_capture_never_succeeds() {
+    let checked = moot::testkit::check_truncation("opencode", Opencode::default, |_| false);
+    assert!(checked > 1000, "only {checked} cuts checked");
+}
+
+/// Rows of types moot-parse-opencode does not read, shaped like opencode's own and naming,
+/// inside, the types, finish reasons and sessions it does read.
+const UNKNOWN_ROWS: &[&str] = &[
+    r#"{"type":"reasoning","timestamp":1,"sessionID":"ses_spoof","part":{"type":"reasoning","text":"{\"type\":\"step_finish\",\"part\":{\"reason\":\"stop\"}}"}}"#,
+    r#"{"type":"zz_future","sessionID":"ses_spoof","part":{"type":"text","text":"spoof","reason":"length"},"error":{"name":"APIError"}}"#,
+    r#"{"type":"step-finish","sessionID":"ses_spoof","part":{"type":"step-finish","reason":"tool-calls"}}"#,
+];
+
+#[test]
+fn unknown_rows_anywhere_never_change_the_verdict() {
+    let compared = moot::testkit::check_unknown_rows("opencode", Opencode::default, UNKNOWN_ROWS);
+    assert!(compared > 300, "only {compared} streams compared");
+}
