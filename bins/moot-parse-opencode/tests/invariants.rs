@@ -5,12 +5,6 @@
 
 use moot::runtime::opencode::stream::Opencode;
 
-#[test]
-fn truncating_a_successful_capture_never_succeeds() {
-    let checked = moot::testkit::check_truncation("opencode", Opencode::default, |_| false);
-    assert!(checked > 1000, "only {checked} cuts checked");
-}
-
 /// Rows of types moot-parse-opencode does not read, shaped like opencode's own and naming,
 /// inside, the types, finish reasons and sessions it does read.
 const UNKNOWN_ROWS: &[&str] = &[
@@ -19,8 +13,21 @@ const UNKNOWN_ROWS: &[&str] = &[
     r#"{"type":"step-finish","sessionID":"ses_spoof","part":{"type":"step-finish","reason":"tool-calls"}}"#,
 ];
 
-#[test]
-fn unknown_rows_anywhere_never_change_the_verdict() {
-    let compared = moot::testkit::check_unknown_rows("opencode", Opencode::default, UNKNOWN_ROWS);
-    assert!(compared > 300, "only {compared} streams compared");
-}
+moot::dialect_invariant_tests!(
+    "opencode",
+    Opencode::default,
+    ends_a_run = |_| false,
+    unknown_rows = UNKNOWN_ROWS,
+    // Real runs whose provider failed before the model said anything, or that were killed
+    // before it did.
+    silent = &[
+        "real-error",
+        "real-error-exit",
+        "real-overloaded",
+        "real-overloaded-exit",
+        "real-fatal",
+        "real-fatal-exit",
+        "real-kill-midstream",
+        "real-kill-midstream-exit"
+    ]
+);

@@ -61,6 +61,9 @@ pub static META: Meta = Meta {
     readonly_seat: false,
     system_prompt: false,
     extensions: false,
+    // `opencode run` takes no tool list: its tools follow the agent's permissions.
+    tools: &[],
+    managed_bundle: false,
     // `opencode run` reads stdin, but under moot-run it is /dev/null; its `--file` attachment
     // is read through its Read tool, which stops at 50 KB. The agent is told to read the staged
     // file instead, page by page (in a seat, or with --auto: elsewhere reading outside the

@@ -19,13 +19,17 @@ use std::borrow::Cow;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
-use crate::envelope::{ErrorClass, Usage, UsageSource};
-use crate::parse::{Dialect, Facts, Failure, Verdict};
-use crate::sniff::{opens_with_unread_type, raw_type_among};
+use crate::dialect::{decode, unreadable_row, Dialect, Drift, Head, Row, RunFailure, Verdict};
+use crate::dialect::{TextPart, Tokens};
+use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
+use crate::sniff::{opening_type, opens_with_unread_type, raw_type_among};
 
 /// The row types this parser decodes, each of which can change the verdict: a line that names
 /// one and cannot be read fails the run.
 const READ: &[&str] = &["step_start", "text", "tool_use", "step_finish", "error"];
+
+/// A part the model wrote as it thought: not read, but it shows the model has spoken.
+const REASONING: &[u8] = b"reasoning";
 
 /// The finish reason of the step that ends a run.
 const STOP: &str = "stop";
@@ -42,7 +46,9 @@ pub struct Opencode {
     rejected: Vec<String>,
     last_text: Option<String>,
     error: Option<ErrorRow>,
-    tokens: Option<Tokens>,
+    spent: Option<Spent>,
+    /// A text, a tool call or a thought has come from the model.
+    spoke: bool,
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -53,51 +59,52 @@ enum Step {
     Finished(String),
 }
 
+/// What the steps cost: tokens and money, summed.
 #[derive(Debug, Default, Clone, Copy)]
-struct Tokens {
-    input: u64,
-    output: u64,
+struct Spent {
+    tokens: Tokens,
     cost: f64,
 }
 
 impl Dialect for Opencode {
     const RUNTIME: &'static str = "opencode";
 
-    fn line(&mut self, line: &[u8]) -> Result<(), String> {
+    fn line(&mut self, line: &[u8]) -> Result<(), Drift> {
         if opens_with_unread_type(line, READ) {
+            self.spoke |= opening_type(line) == Some(REASONING);
             return Ok(());
         }
         let Ok(head) = serde_json::from_slice::<Head<'_>>(line) else {
-            return unidentified(line);
+            return unreadable_row(raw_type_among(line, READ));
         };
         match head.kind.as_deref() {
-            Some("step_start") => self.step_start(decode(line, "step_start")?),
-            Some("text") => self.text(decode(line, "text")?)?,
-            Some("tool_use") => self.tool_use(decode(line, "tool_use")?)?,
-            Some("step_finish") => self.step_finish(decode(line, "step_finish")?)?,
-            Some("error") => self.error(decode(line, "error")?),
+            Some("step_start") => self.step_start(decode(line, || Row::typed("step_start"))?),
+            Some("text") => self.text(decode(line, || Row::typed("text"))?)?,
+            Some("tool_use") => self.tool_use(decode(line, || Row::typed("tool_use"))?)?,
+            Some("step_finish") => self.step_finish(decode(line, || Row::typed("step_finish"))?)?,
+            Some("error") => self.error(decode(line, || Row::typed("error"))?),
             _ => {}
         }
         Ok(())
     }
 
-    fn cut_line(&self, tail: &[u8]) -> Result<(), String> {
+    fn cut_line(&self, tail: &[u8]) -> Result<(), Drift> {
         match raw_type_among(tail, READ) {
-            Some(kind) => Err(format!(
-                "the stream ended in the middle of a row of type {kind} (the CLI died mid-write)"
-            )),
+            Some(kind) => Err(Drift::Cut(Row::typed(kind))),
             None => Ok(()),
         }
     }
 
+    fn model_spoke(&self) -> bool {
+        self.spoke
+    }
+
     fn finish(self) -> Verdict {
-        let outcome = self.judge();
-        let usage = match self.tokens {
-            Some(tokens) => Usage {
-                input_tokens: tokens.input,
-                output_tokens: tokens.output,
-                cost_usd: Some(tokens.cost),
-                source: UsageSource::Messages,
+        let failure = self.judge();
+        let usage = match self.spent {
+            Some(spent) => Usage {
+                cost_usd: Some(spent.cost),
+                ..spent.tokens.usage(UsageSource::Messages)
             },
             None => Usage::default(),
         };
@@ -116,10 +123,10 @@ impl Dialect for Opencode {
                 model: None,
                 stop_reason,
                 usage,
-                last_text: self.last_text,
             },
-            outcome,
+            failure,
             answer: self.text.unwrap_or_default(),
+            last_text: self.last_text,
         }
     }
 }
@@ -132,7 +139,7 @@ impl Opencode {
         }
     }
 
-    fn step_start(&mut self, row: Row<'_, IgnoredAny>) {
+    fn step_start(&mut self, row: PartRow<'_, IgnoredAny>) {
         self.session(row.session_id.as_deref());
         self.step = Step::Open;
         self.text = None;
@@ -140,12 +147,13 @@ impl Opencode {
         self.rejected.clear();
     }
 
-    fn text(&mut self, row: Row<'_, TextPart<'_>>) -> Result<(), String> {
+    fn text(&mut self, row: PartRow<'_, TextPart<'_>>) -> Result<(), Drift> {
         self.session(row.session_id.as_deref());
+        self.spoke = true;
         let text = row
             .part
             .and_then(|part| part.text)
-            .ok_or("opencode stream carried a text row with no part.text (envelope drift): the answer may be lost")?;
+            .ok_or_else(|| incomplete("a text row with no part.text", "the answer may be lost"))?;
         if !text.trim().is_empty() {
             self.last_text = Some(text.to_string());
         }
@@ -154,11 +162,15 @@ impl Opencode {
         Ok(())
     }
 
-    fn tool_use(&mut self, row: Row<'_, ToolPart<'_>>) -> Result<(), String> {
+    fn tool_use(&mut self, row: PartRow<'_, ToolPart<'_>>) -> Result<(), Drift> {
         self.session(row.session_id.as_deref());
-        let part = row
-            .part
-            .ok_or("opencode stream carried a tool_use row with no part (envelope drift)")?;
+        self.spoke = true;
+        let part = row.part.ok_or_else(|| {
+            incomplete(
+                "a tool_use row with no part",
+                "the parser cannot tell whether it was the answer's last work",
+            )
+        })?;
         let tool = part.tool.as_deref().unwrap_or("a tool").to_string();
         let state = part.state.unwrap_or_default();
         if state.status.as_deref() == Some("error")
@@ -170,17 +182,22 @@ impl Opencode {
         Ok(())
     }
 
-    fn step_finish(&mut self, row: Row<'_, FinishPart<'_>>) -> Result<(), String> {
+    fn step_finish(&mut self, row: PartRow<'_, FinishPart<'_>>) -> Result<(), Drift> {
         self.session(row.session_id.as_deref());
-        let part = row
-            .part
-            .ok_or("opencode stream carried a step_finish row with no part (envelope drift)")?;
+        let part = row.part.ok_or_else(|| {
+            incomplete(
+                "a step_finish row with no part",
+                "the parser cannot tell how the step ended",
+            )
+        })?;
         let reason = part.reason.map(Cow::into_owned).unwrap_or_default();
         if let Some(tokens) = part.tokens {
-            let sum = self.tokens.get_or_insert_with(Tokens::default);
-            sum.input = sum.input.saturating_add(tokens.prompt());
-            sum.output = sum.output.saturating_add(tokens.completion());
-            sum.cost += part.cost.unwrap_or(0.0);
+            let spent = self.spent.get_or_insert_with(Spent::default);
+            spent.tokens.add(Tokens {
+                input: tokens.prompt(),
+                output: tokens.completion(),
+            });
+            spent.cost += part.cost.unwrap_or(0.0);
         }
         self.step = Step::Finished(reason);
         Ok(())
@@ -193,16 +210,16 @@ impl Opencode {
 
     /// The verdict, most specific cause first (an unreadable row, which outranks all of these,
     /// is applied by the parse driver).
-    fn judge(&self) -> Option<Failure> {
+    fn judge(&self) -> Option<RunFailure> {
         if let Some(error) = &self.error {
             return Some(error.failure());
         }
         match &self.step {
-            Step::None => Some(Failure::new(
+            Step::None => Some(RunFailure::new(
                 ErrorClass::NoAgentEnd,
                 "opencode stream carried no step: the CLI died before its first model call, or its --format json events changed",
             )),
-            Step::Open => Some(Failure::new(
+            Step::Open => Some(RunFailure::new(
                 ErrorClass::NoAgentEnd,
                 "opencode stream ended inside a step, without its step_finish: the CLI was stopped or died mid-step",
             )),
@@ -210,14 +227,14 @@ impl Opencode {
         }
     }
 
-    fn finished(&self, reason: &str) -> Option<Failure> {
+    fn finished(&self, reason: &str) -> Option<RunFailure> {
         match reason {
             STOP => self.answer_failure(),
-            "length" => Some(Failure::new(
+            "length" => Some(RunFailure::new(
                 ErrorClass::Truncated,
                 "TRUNCATED: opencode's last step finished for length: the model hit its output token limit",
             )),
-            "tool-calls" if !self.rejected.is_empty() => Some(Failure::new(
+            "tool-calls" if !self.rejected.is_empty() => Some(RunFailure::new(
                 ErrorClass::NotTerminal,
                 format!(
                     "opencode stopped after rejecting a permission it would have asked for ({}): \
@@ -225,19 +242,19 @@ impl Opencode {
                     self.rejected.join(", ")
                 ),
             )),
-            "tool-calls" => Some(Failure::new(
+            "tool-calls" => Some(RunFailure::new(
                 ErrorClass::NotTerminal,
                 "opencode stream ended after a step that finished for tool-calls: another step was due",
             )),
-            "" => Some(Failure::new(
+            "" => Some(RunFailure::new(
                 ErrorClass::ModelError,
                 "opencode's last step finished with no reason",
             )),
-            "unknown" => Some(Failure::new(
+            "unknown" => Some(RunFailure::new(
                 ErrorClass::ModelError,
                 "opencode's last step finished for unknown, not stop: the provider's stream broke off before its finish reason",
             )),
-            other => Some(Failure::new(
+            other => Some(RunFailure::new(
                 ErrorClass::ModelError,
                 format!("opencode's last step finished for {other}, not stop"),
             )),
@@ -245,21 +262,21 @@ impl Opencode {
     }
 
     /// A stopped run's answer: the last step's last text, written after its last tool.
-    fn answer_failure(&self) -> Option<Failure> {
+    fn answer_failure(&self) -> Option<RunFailure> {
         if let Some(tool) = &self.tool_after_text {
             let message = match &self.text {
                 Some(_) => format!("TRUNCATED: opencode's last text was followed by a {tool} call and no later text, so it is narration, not an answer"),
                 None => format!("TRUNCATED: opencode's last step ran {tool} and wrote no text after it"),
             };
-            return Some(Failure::new(ErrorClass::Truncated, message));
+            return Some(RunFailure::new(ErrorClass::Truncated, message));
         }
         match &self.text {
             Some(text) if !text.trim().is_empty() => None,
-            Some(_) => Some(Failure::new(
+            Some(_) => Some(RunFailure::new(
                 ErrorClass::EmptyAnswer,
                 "opencode's final text was blank",
             )),
-            None => Some(Failure::new(
+            None => Some(RunFailure::new(
                 ErrorClass::EmptyAnswer,
                 "opencode's last step finished for stop with no text",
             )),
@@ -272,36 +289,20 @@ fn is_rejection(error: &str) -> bool {
     error.contains("rejected permission")
 }
 
-fn decode<'a, T: Deserialize<'a>>(line: &'a [u8], kind: &str) -> Result<T, String> {
-    serde_json::from_slice(line).map_err(|e| {
-        format!("opencode stream carried a row of type {kind} that this parser could not decode (envelope drift): {e}")
-    })
-}
-
-/// A line that is not a readable row at all. It is skipped, unless it still names a row that
-/// could change the verdict: that row may have been the failure or the answer.
-fn unidentified(line: &[u8]) -> Result<(), String> {
-    match raw_type_among(line, READ) {
-        Some(kind) => Err(format!(
-            "opencode stream carried a MALFORMED {kind} row (envelope drift): the verdict may be lost"
-        )),
-        None => Ok(()),
+/// A read row that decoded but lacks what the rules need.
+fn incomplete(row: &str, why: &'static str) -> Drift {
+    Drift::Incomplete {
+        row: row.into(),
+        why,
     }
 }
 
 // Wire shapes: only the fields the rules read. Unknown fields are ignored; a field that is read
 // and has the wrong type fails the decode, which fails the run (fail closed).
 
-/// A row's type.
-#[derive(Deserialize)]
-struct Head<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-}
-
 /// A part row: its session and its part, of the shape its type has.
 #[derive(Deserialize)]
-struct Row<'a, P> {
+struct PartRow<'a, P> {
     #[serde(rename = "sessionID", borrow)]
     session_id: Option<Cow<'a, str>>,
     part: Option<P>,
@@ -313,12 +314,6 @@ struct ErrorLine<'a> {
     #[serde(rename = "sessionID", borrow)]
     session_id: Option<Cow<'a, str>>,
     error: Option<ErrorRow>,
-}
-
-#[derive(Deserialize)]
-struct TextPart<'a> {
-    #[serde(borrow)]
-    text: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -395,7 +390,7 @@ struct ErrorData {
 }
 
 impl ErrorRow {
-    fn failure(&self) -> Failure {
+    fn failure(&self) -> RunFailure {
         let name = self.name.as_deref().unwrap_or("an unnamed error");
         let data = self.data.as_ref();
         let message = data
@@ -413,17 +408,17 @@ impl ErrorRow {
             && (data.and_then(|d| d.is_retryable) == Some(true)
                 || status.is_some_and(|s| s >= 500));
         if name == "MessageOutputLengthError" {
-            Failure::new(
+            RunFailure::new(
                 ErrorClass::Truncated,
                 format!("TRUNCATED: opencode's answer hit the output token limit ({said})"),
             )
         } else if retried {
-            Failure::new(
+            RunFailure::new(
                 ErrorClass::RetryExhausted,
                 format!("opencode gave up retrying a provider error: {said}"),
             )
         } else {
-            Failure::new(
+            RunFailure::new(
                 ErrorClass::ModelError,
                 format!("opencode reported an error: {said}"),
             )
