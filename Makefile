@@ -1,11 +1,8 @@
 # moot: build, test, install, demo, bench, man.
 PREFIX ?= /usr/local
 CARGO ?= cargo
-TOOLS := moot-parse-omp
-TOOLS += moot-parse-claude moot-parse-codex
-TOOLS += moot-render
-TOOLS += moot-run moot-sandbox
-TOOLS += moot-parse-kimi moot-parse-pi moot-parse-opencode
+# Every tool is a folder under bins/ (no list to keep in sync).
+TOOLS := $(notdir $(wildcard bins/*))
 # Release binaries are linked statically (glibc's crt-static): no dynamic loader at start-up,
 # which a pipeline pays three times per job (BENCHMARKS.md measures both).
 # crt-static needs an explicit --target, or it would also apply to proc-macros, which cannot

@@ -14,13 +14,13 @@ use std::sync::OnceLock;
 
 use clap::{Args, FromArgMatches};
 
+use moot::dialect::Dialect;
 use moot::envelope::Envelope;
 use moot::gitmoot_result::{self, ResultError};
+use moot::model::Host;
 use moot::ndjson::{self, LineReader, Segment};
 use moot::outcome::ProcessOutcome;
-use moot::dialect::Dialect;
 use moot::parse::{self, ParseArgs};
-use moot::model::Host;
 use moot::render::{self, Format, RenderArgs, Rendering};
 use moot::{stage, testkit, worktree};
 
@@ -146,17 +146,14 @@ pub fn check_lines(data: &[u8]) {
         at = 3;
     }
     let mut items = 0u64;
-    while let Some(item) = reader.next_segment().expect("reading from memory cannot fail") {
+    while let Some(item) = reader
+        .next_segment()
+        .expect("reading from memory cannot fail")
+    {
         items += 1;
         match item {
             Segment::Line(line) => {
-                assert!(
-                    line.len() <= ceiling,
-                    "a line of {} > {ceiling}",
-                    line.len()
-                );
-                at = expect_at(&input, at, line);
-                at += usize::from(input.get(at) == Some(&b'\r'));
+                at = expect_within(&input, at, line, ceiling);
                 assert_eq!(input.get(at), Some(&b'\n'), "a line not ended by \\n");
                 at += 1;
             }
@@ -174,13 +171,7 @@ pub fn check_lines(data: &[u8]) {
                 }
             }
             Segment::Tail(tail) => {
-                assert!(
-                    tail.len() <= ceiling,
-                    "a tail of {} > {ceiling}",
-                    tail.len()
-                );
-                at = expect_at(&input, at, tail);
-                at += usize::from(input.get(at) == Some(&b'\r'));
+                at = expect_within(&input, at, tail, ceiling);
                 assert_eq!(at, input.len(), "a tail before the end of the input");
             }
         }
@@ -188,6 +179,18 @@ pub fn check_lines(data: &[u8]) {
     assert_eq!(at, input.len(), "bytes unaccounted for");
     assert_eq!(reader.bytes(), input.len() as u64);
     assert_eq!(reader.lines(), items);
+}
+
+/// Checks that `item` (a line or the tail, its `\n` left out) holds at most `ceiling` bytes and
+/// sits at `at` in `input`; returns the offset after it and the `\r` the reader dropped, if any.
+fn expect_within(input: &[u8], at: usize, item: &[u8], ceiling: usize) -> usize {
+    assert!(
+        item.len() <= ceiling,
+        "an item of {} > {ceiling}",
+        item.len()
+    );
+    let end = expect_at(input, at, item);
+    end + usize::from(input.get(end) == Some(&b'\r'))
 }
 
 /// Checks that `expected` sits at `at` in `input` and returns the offset after it.

@@ -27,20 +27,34 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
-# Each parser, the dialect its stream generator writes, and what jq selects as its
-# load-bearing events (the work a naive shell pipeline would do).
-PARSERS = {
-    "omp": ("moot-parse-omp", 'select(.type=="message_end" or .type=="agent_end")'),
-    "pi": ("moot-parse-pi", 'select(.type=="message_end" or .type=="agent_end")'),
-    "claude": ("moot-parse-claude", 'select(.type=="assistant" or .type=="result")'),
-    "codex": ("moot-parse-codex", 'select(.type=="item.completed" or .type=="turn.completed")'),
-    "kimi": ("moot-parse-kimi", 'select(.role=="assistant" or .role=="meta")'),
+# Every tool is a folder under bins/, and every parser is a tool named moot-parse-<dialect>
+# (no list to keep in sync).
+TOOLS = sorted(os.listdir(os.path.join(ROOT, "bins")))
+PARSERS = [tool for tool in TOOLS if tool.startswith("moot-parse-")]
+# What jq selects as each dialect's load-bearing events (the work a naive shell pipeline would
+# do): knowledge of each stream format, so it is written here; select() refuses a dialect
+# without it rather than leave a parser out of the report.
+JQ_SELECT = {
+    "omp": 'select(.type=="message_end" or .type=="agent_end")',
+    "pi": 'select(.type=="message_end" or .type=="agent_end")',
+    "claude": 'select(.type=="assistant" or .type=="result")',
+    "codex": 'select(.type=="item.completed" or .type=="turn.completed")',
+    "kimi": 'select(.role=="assistant" or .role=="meta")',
 }
 # The stdin pipe a parser asks the kernel for (shared/src/parse.rs, PIPE_BYTES).
 WIDE_PIPE_BYTES = 1024 * 1024
-TOOLS = ["moot-parse-omp", "moot-render", "moot-run", "moot-sandbox", "moot-parse-kimi",
-         "moot-parse-claude", "moot-parse-codex", "moot-parse-pi"]
 
+
+def dialect_of(parser):
+    """The dialect a parser reads: its name after moot-parse-, as in testdata/<dialect>/."""
+    return parser[len("moot-parse-"):]
+
+
+def select(dialect):
+    """The jq filter of `dialect`, or a loud exit naming what to add."""
+    if dialect not in JQ_SELECT:
+        sys.exit(f"bench: no jq filter for {dialect!r}: add it to JQ_SELECT in {__file__}")
+    return JQ_SELECT[dialect]
 
 def sh(cmd):
     """Runs a shell command, returns wall seconds; fails loudly on a nonzero status."""
@@ -109,9 +123,9 @@ def tiny_job(tool, path):
     """The smallest real job of each tool: a parser reads its CLI's real one-answer capture;
     moot-render renders a short prompt; moot-run and moot-sandbox (a whole Landlock ruleset)
     run /bin/true, so over /bin/true is their own cost."""
-    if tool.startswith("moot-parse-"):
-        dialect = tool[len("moot-parse-"):]
-        return f"{path} < {os.path.join(ROOT, 'testdata', dialect, 'real-plain.ndjson')}"
+    if tool in PARSERS:
+        capture = os.path.join(ROOT, "testdata", dialect_of(tool), "real-plain.ndjson")
+        return f"{path} < {capture}"
     return {
         "moot-render": f"{path} omp -- 'a short prompt'",
         "moot-run": f"{path} -- /bin/true",
@@ -206,7 +220,8 @@ def main():
           "| parser MiB/s | vs wc -l | vs wc -l, 1 MiB pipe | vs jq |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     rss_rows = []
-    for dialect, (tool, select) in PARSERS.items():
+    for tool in PARSERS:
+        dialect = dialect_of(tool)
         parser = os.path.join(args.bin, tool)
         for size in sizes:
             path = generate(dialect, size, args.data)
@@ -216,7 +231,7 @@ def main():
             ours = median_piped(path, [parser], args.reps)
             # jq is ~50x slower; fewer repetitions on the large stream keep `make bench` short.
             jq_reps = args.reps if size <= 100 else 1
-            theirs = median_of(f"{jq} -c '{select}' {path}", jq_reps) if jq else None
+            theirs = median_of(f"{jq} -c '{select(dialect)}' {path}", jq_reps) if jq else None
             jq_cell = f"{theirs:.2f} s" if theirs else "n/a"
             vs_jq = f"{theirs / ours:.0f}x" if theirs else "n/a"
             print(f"| {tool} | {mib:.0f} MiB | {wc:.3f} s | {wc_wide:.3f} s | {ours:.3f} s | "

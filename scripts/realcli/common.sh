@@ -62,18 +62,58 @@ want() {  # ONLY="a b c" restricts a run script to those capture names
   return 1
 }
 
+begin_capture() {  # begin_capture <outdir> <name> <scenario>: false when ONLY leaves <name> out
+  want "$2" || return 1
+  mkdir -p "$1"
+  set_scenario "$3"
+  prepare_ws
+}
+
 capture() {
   local outdir=$1 name=$2 tmo=$3 scen=$4; shift 4
   [ "$1" = "--" ] && shift
-  want "$name" || return 0
-  mkdir -p "$outdir"
-  set_scenario "$scen"
-  prepare_ws
+  begin_capture "$outdir" "$name" "$scen" || return 0
   echo "[capture] $name (scenario=$scen, timeout=${tmo}s): $*" >&2
   ( cd "$WS" && timeout -k 5 "$tmo" "$@" </dev/null >"$outdir/$name.stdout.ndjson" 2>"$outdir/$name.stderr.txt" )
   local rc=$?
   echo "$rc" > "$outdir/$name.exit"
   echo "[capture] $name exit=$rc stdout=$(wc -c <"$outdir/$name.stdout.ndjson")B stderr=$(wc -c <"$outdir/$name.stderr.txt")B" >&2
+}
+
+# capture_each <outdir> "<scenario>[:<timeout-seconds>] ..." -- cmd args...
+# One capture per scenario, named after it, with the same command; the timeout is 60 s unless
+# given after the scenario's name (error:240).
+capture_each() {
+  local outdir=$1 list=$2 item; shift 2
+  for item in $list; do
+    case "$item" in
+      *:*) capture "$outdir" "${item%%:*}" "${item#*:}" "${item%%:*}" "$@";;
+      *) capture "$outdir" "$item" 60 "$item" "$@";;
+    esac
+  done
+}
+
+# write_kimi_config <file> [<line>...]: a config.toml pointing either Kimi CLI (kimi-cli and Kimi
+# Code read the same format) at the fake provider, each <line> at the top.  type "kimi" is
+# Moonshot's OpenAI-compatible Chat Completions API at <base_url>/chat/completions.
+write_kimi_config() {
+  local file=$1 line; shift
+  {
+    echo 'default_model = "fake"'
+    for line in "$@"; do echo "$line"; done
+    cat <<TOML
+
+[providers.fake]
+type = "kimi"
+base_url = "http://127.0.0.1:$FAKE_PORT/v1"
+api_key = "dummy-not-a-secret"
+
+[models.fake]
+provider = "fake"
+model = "fake-model"
+max_context_size = 128000
+TOML
+  } > "$file"
 }
 
 # capture_kill <outdir> <name> <max-wait-seconds> <scenario> -- cmd args...
@@ -83,10 +123,7 @@ capture() {
 capture_kill() {
   local outdir=$1 name=$2 tmo=$3 scen=$4; shift 4
   [ "$1" = "--" ] && shift
-  want "$name" || return 0
-  mkdir -p "$outdir"
-  set_scenario "$scen"
-  prepare_ws
+  begin_capture "$outdir" "$name" "$scen" || return 0
   local out="$outdir/$name.stdout.ndjson" err="$outdir/$name.stderr.txt"
   echo "[capture_kill] $name (scenario=$scen): $*" >&2
   ( cd "$WS" && exec "$@" </dev/null >"$out" 2>"$err" ) &

@@ -17,37 +17,16 @@ VER=$("$KIMI" --version 2>/dev/null | sed 's/^kimi, version //')
 OUT=$CAPTURE_ROOT/kimi-$VER
 mkdir -p "$HOME/.kimi" "$OUT"
 
-# Custom provider: ~/.kimi/config.toml (kimi_cli/config.py).  type "kimi" = Moonshot's
-# OpenAI-compatible Chat Completions API (kosong.chat_provider.kimi) at <base_url>/chat/completions.
-cat > "$HOME/.kimi/config.toml" <<EOF
-default_model = "fake"
-telemetry = false
-
-[providers.fake]
-type = "kimi"
-base_url = "http://127.0.0.1:$FAKE_PORT/v1"
-api_key = "dummy-not-a-secret"
-
-[models.fake]
-provider = "fake"
-model = "fake-model"
-max_context_size = 128000
-EOF
+# Custom provider: ~/.kimi/config.toml (kimi_cli/config.py; type "kimi" is
+# kosong.chat_provider.kimi).
+write_kimi_config "$HOME/.kimi/config.toml" 'telemetry = false'
 
 start_fake
 K="$KIMI --print --output-format stream-json"
 P='Inspect the workspace and finish with the gitmoot_result JSON line.'
 
-capture "$OUT" plain            60 plain      -- $K -p "$P"
-capture "$OUT" thinking         60 thinking   -- $K -p "$P"
-capture "$OUT" tool             90 tool       -- $K -p "$P"
-capture "$OUT" error            150 error     -- $K -p "$P"
-capture "$OUT" overloaded       150 overloaded -- $K -p "$P"
-capture "$OUT" retry            90 retry      -- $K -p "$P"
-capture "$OUT" retry500         90 retry500   -- $K -p "$P"
-capture "$OUT" length           60 length     -- $K -p "$P"
-capture "$OUT" empty            60 empty      -- $K -p "$P"
-capture "$OUT" drop             90 drop       -- $K -p "$P"
+capture_each "$OUT" "plain thinking tool:90 error:150 overloaded:150 retry:90 retry500:90 length
+  empty drop:90" -- $K -p "$P"
 capture "$OUT" toolloop-maxsteps 90 toolloop  -- $K --max-steps-per-turn 3 -p "$P"
 # kimi is not endless on a tool loop: after 12 identical calls its dead-loop guard ends the
 # turn by itself (exit 0).  A 12 s `timeout` (as for the other CLIs) fired during kimi's
@@ -61,12 +40,12 @@ capture "$OUT" final-message-only 60 plain    -- $K --final-message-only -p "$P"
 # (--input-format text is the default for piped stdin in print mode).
 BIG=$REALCLI_DIR/big-prompt-150k.md
 make_big_prompt "$BIG" 150
-want bigprompt-stdin && { set_scenario plain; prepare_ws; echo "[capture] bigprompt-stdin" >&2
+begin_capture "$OUT" bigprompt-stdin plain && { echo "[capture] bigprompt-stdin" >&2
   ( cd "$WS" && timeout -k 5 90 $K --input-format text <"$BIG" >"$OUT/bigprompt-stdin.stdout.ndjson" 2>"$OUT/bigprompt-stdin.stderr.txt" )
   echo $? > "$OUT/bigprompt-stdin.exit"; }
 
 # stream-json input on stdin
-want stream-json-input && { set_scenario plain; prepare_ws; echo "[capture] stream-json-input" >&2
+begin_capture "$OUT" stream-json-input plain && { echo "[capture] stream-json-input" >&2
   printf '%s\n' '{"role":"user","content":"Inspect the workspace and finish with the gitmoot_result JSON line."}' > "$REALCLI_DIR/kimi-input.ndjson"
   ( cd "$WS" && timeout -k 5 60 $K --input-format stream-json <"$REALCLI_DIR/kimi-input.ndjson" >"$OUT/stream-json-input.stdout.ndjson" 2>"$OUT/stream-json-input.stderr.txt" )
   echo $? > "$OUT/stream-json-input.exit"; }

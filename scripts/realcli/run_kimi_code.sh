@@ -18,36 +18,16 @@ VER=$($KIMI --version 2>/dev/null | tail -1)
 OUT=$CAPTURE_ROOT/kimi-code-$VER
 mkdir -p "$KIMI_CODE_HOME" "$OUT"
 
-# Custom provider: config.toml (docs/en/configuration/providers.md); type "kimi" is Moonshot's
-# OpenAI-compatible chat completions API at <base_url>/chat/completions.
-cat > "$KIMI_CODE_HOME/config.toml" <<TOML
-default_model = "fake"
-
-[providers.fake]
-type = "kimi"
-base_url = "http://127.0.0.1:$FAKE_PORT/v1"
-api_key = "dummy-not-a-secret"
-
-[models.fake]
-provider = "fake"
-model = "fake-model"
-max_context_size = 128000
-TOML
+# Custom provider: config.toml (docs/en/configuration/providers.md).
+write_kimi_config "$KIMI_CODE_HOME/config.toml"
 
 start_fake
 K="$KIMI --output-format stream-json -p"
 P='Inspect the workspace and finish with the gitmoot_result JSON line.'
 
-capture "$OUT" plain            60 plain      -- $K "$P"
-capture "$OUT" thinking         60 thinking   -- $K "$P"
-capture "$OUT" tool             90 tool       -- $K "$P"
-capture "$OUT" error            240 error     -- $K "$P"     # 10 attempts with backoff
-capture "$OUT" overloaded       240 overloaded -- $K "$P"
-capture "$OUT" retry            90 retry      -- $K "$P"
-capture "$OUT" retry500         90 retry500   -- $K "$P"
-capture "$OUT" length           60 length     -- $K "$P"
-capture "$OUT" empty            240 empty     -- $K "$P"
-capture "$OUT" drop             90 drop       -- $K "$P"
+# error: 10 attempts with backoff.
+capture_each "$OUT" "plain thinking tool:90 error:240 overloaded:240 retry:90 retry500:90 length
+  empty:240 drop:90" -- $K "$P"
 # An endless tool loop: Kimi Code's repeat breaker ends the turn by itself (exit 0).
 capture "$OUT" toolloop-repeat-breaker 90 toolloop -- $K "$P"
 # Kimi Code prints whole messages, so a kill mid-answer leaves only the version line.

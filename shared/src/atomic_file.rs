@@ -16,7 +16,7 @@ pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::PermissionsExt;
+    use crate::testkit_fs::mode;
 
     #[test]
     fn writes_a_private_file_and_leaves_no_temporary() {
@@ -24,8 +24,7 @@ mod tests {
         let path = dir.path().join("status.json");
         super::write(&path, b"{}\n").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"{}\n");
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(mode(&path), 0o600);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }

@@ -41,6 +41,7 @@ use crate::outcome::{
 };
 use crate::private_file::{self, FileId};
 use crate::report;
+use crate::seconds::parse_seconds;
 use crate::{atomic_file, cleanup};
 
 /// The signals moot-run passes on to the command's group (and then ends it after the grace).
@@ -66,7 +67,7 @@ pub struct RunArgs {
 
     /// Seconds between the terminating signal (the deadline's SIGTERM, or an INT, TERM or HUP
     /// moot-run received and forwarded) and SIGKILL to the whole group.
-    #[arg(long, value_name = "SECS", default_value = "5", value_parser = seconds)]
+    #[arg(long, value_name = "SECS", default_value = "5", value_parser = parse_seconds)]
     pub grace: Duration,
 
     /// Also write the command's stdout to FILE, byte for byte as it arrives (created 0600).
@@ -106,15 +107,9 @@ pub struct RunArgs {
     pub command: Vec<OsString>,
 }
 
-fn seconds(text: &str) -> Result<Duration, String> {
-    let secs: f64 = text
-        .parse()
-        .map_err(|_| "not a number of seconds".to_string())?;
-    Duration::try_from_secs_f64(secs).map_err(|_| "not a usable number of seconds".to_string())
-}
-
+/// A deadline of 0 would end the command before it starts: refused as a usage error.
 fn positive_seconds(text: &str) -> Result<Duration, String> {
-    match seconds(text)? {
+    match parse_seconds(text)? {
         zero if zero.is_zero() => Err("the deadline must be more than 0 seconds".into()),
         duration => Ok(duration),
     }
@@ -474,6 +469,13 @@ pub fn resolve_program(name: &OsStr, path: Option<&OsStr>) -> Result<PathBuf, Un
             searched: Some(path.to_owned()),
         },
     })
+}
+
+/// Where this process's `PATH` finds the program `name`, as [`resolve_program`] resolves it
+/// for a run: `None` when it does not. What `moot-render --list` reports as installed, so a
+/// CLI it lists is one moot-run and moot-sandbox would find.
+pub fn find_on_path(name: &str) -> Option<PathBuf> {
+    resolve_program(OsStr::new(name), std::env::var_os("PATH").as_deref()).ok()
 }
 
 enum Candidate {
@@ -986,12 +988,12 @@ mod tests {
     }
 
     #[test]
-    fn seconds_accept_fractions_and_refuse_nonsense() {
-        assert_eq!(seconds("0.25"), Ok(Duration::from_millis(250)));
-        assert_eq!(seconds("0"), Ok(Duration::ZERO));
+    fn a_deadline_is_seconds_more_than_zero() {
+        assert_eq!(positive_seconds("0.25"), Ok(Duration::from_millis(250)));
         assert!(positive_seconds("0").is_err());
-        for bad in ["", "abc", "-1", "inf", "NaN", "1e300"] {
-            assert!(seconds(bad).is_err(), "{bad:?} was accepted");
+        assert!(positive_seconds("0.000").is_err());
+        for bad in ["", "abc", "-1", "inf", "NaN", "1e300", "1e1"] {
+            assert!(positive_seconds(bad).is_err(), "{bad:?} was accepted");
         }
     }
 
@@ -1039,6 +1041,13 @@ mod tests {
             Ok(true),
             "an unset PATH searches {DEFAULT_PATH}"
         );
+    }
+
+    #[test]
+    fn programs_on_this_path_are_found() {
+        assert!(find_on_path("sh").is_some_and(|p| p.ends_with("sh")));
+        assert_eq!(find_on_path("moot-no-such-program"), None);
+        assert_eq!(find_on_path(""), None);
     }
 
     #[test]

@@ -22,10 +22,13 @@ pub mod render;
 pub mod report;
 pub mod runtime;
 pub mod sandbox;
+pub mod seconds;
 pub mod session;
 pub mod sniff;
 pub mod stage;
 pub mod surrogate;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit_fs;
 pub mod worktree;

@@ -155,21 +155,21 @@ fn blocking(file: &File) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit_fs::{mode, write_with_mode};
     use std::fs;
 
     #[test]
     fn a_planted_symlink_is_refused_and_its_target_untouched() {
         let dir = tempfile::tempdir().unwrap();
         let victim = dir.path().join("victim.conf");
-        fs::write(&victim, "keep").unwrap();
-        fs::set_permissions(&victim, fs::Permissions::from_mode(0o644)).unwrap();
+        write_with_mode(&victim, "keep", 0o644);
         let link = dir.path().join("run.ndjson");
         std::os::unix::fs::symlink(&victim, &link).unwrap();
         let error = create_private(&link).unwrap_err();
         assert!(error.to_string().contains("symbolic link"), "{error}");
         assert!(read_small(&link, 10).is_err());
         assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
-        assert_eq!(fs::metadata(&victim).unwrap().mode() & 0o777, 0o644);
+        assert_eq!(mode(&victim), 0o644);
     }
 
     #[test]
@@ -210,6 +210,6 @@ mod tests {
         let mut file = create_private(&path).unwrap();
         std::io::Write::write_all(&mut file, b"x").unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"x");
-        assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
+        assert_eq!(mode(&path), 0o600);
     }
 }

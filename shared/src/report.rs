@@ -3,10 +3,12 @@
 
 use std::process::ExitCode;
 
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+
 /// Runs a tool's body. An `Err` is printed on one line and exits with `failure_status`. A
 /// broken pipe on stdout is such an error too: output that did not arrive is a failure, or an
 /// orchestrator would take a verdict nobody read for one that was delivered.
-pub fn run_tool(
+fn run_tool(
     tool: &str,
     failure_status: u8,
     body: impl FnOnce() -> anyhow::Result<ExitCode>,
@@ -35,6 +37,21 @@ pub fn print_error(tool: &str, error: &anyhow::Error) {
     eprintln!("{tool}: {}", one_line(&format!("{error:#}")));
 }
 
+/// A tool's whole `main`: parses the command line ([`parse_args`]), runs `body` on the flags and
+/// ends the way [`run_tool`] does, with `failure_status` when the body returns an error. Each
+/// binary is then its clap struct (whose doc comments are its `--help`) and this one call.
+pub fn main<P: clap::Parser>(
+    tool: &str,
+    usage_status: u8,
+    failure_status: u8,
+    body: impl FnOnce(P) -> anyhow::Result<ExitCode>,
+) -> ExitCode {
+    match parse_args::<P>(tool, usage_status) {
+        Ok(cli) => run_tool(tool, failure_status, || body(cli)),
+        Err(code) => code,
+    }
+}
+
 /// Parses the command line like clap's `parse`, except that a usage error is one line on stderr,
 /// `tool: <clap's message> (see --help)`, ending the tool with `usage_status` (moot-run's is 125,
 /// as timeout(1)'s, so it cannot be mistaken for the command's own status). `--help` and
@@ -51,42 +68,133 @@ pub fn parse_args<P: clap::Parser>(tool: &str, usage_status: u8) -> Result<P, Ex
             let _ = error.print();
             return ExitCode::SUCCESS;
         }
-        eprintln!("{tool}: {}", usage_line(&error.render().to_string()));
+        eprintln!("{tool}: {}", usage_line(&error));
         ExitCode::from(usage_status)
     })
 }
 
-/// Clap's message folded onto one line: the usage block and the `--help` tip are left out (one
-/// line is what scripts and logs can hold), and an indented list is joined with commas.
-fn usage_line(rendered: &str) -> String {
-    let mut line = String::new();
-    let (mut in_usage, mut in_list) = (false, false);
-    for raw in rendered.lines() {
-        let text = raw.trim();
-        if text.starts_with("Usage:") {
-            in_usage = true;
-            continue;
-        }
-        if text.is_empty() {
-            (in_usage, in_list) = (false, false);
-            continue;
-        }
-        if in_usage || text.starts_with("For more information") {
-            continue;
-        }
-        // An indented run of lines after one ending in ':' is a list: keep it on one line.
-        let opens_list = line.ends_with(':');
-        in_list = opens_list || (in_list && raw.starts_with(' '));
-        let separator = match (line.is_empty(), opens_list, in_list) {
-            (true, _, _) => "",
-            (false, true, _) => " ",
-            (false, false, true) => ", ",
-            (false, false, false) => "; ",
-        };
-        line.push_str(separator);
-        line.push_str(text.strip_prefix("error: ").unwrap_or(text));
+/// The unit test every tool has: clap's own consistency checks of its flags (conflicts naming
+/// flags that exist, no two flags with one name, ...), which clap otherwise runs only when a
+/// debug build parses a command line that reaches the fault.
+pub fn check_cli<P: clap::CommandFactory>() {
+    P::command().debug_assert();
+}
+
+/// A usage error on one line, built from clap's error kind and context rather than its rendered
+/// text: the usage block and the `--help` tip are left out (one line is what scripts and logs
+/// can hold), a list is joined with commas, and clap's tips follow after `; `.
+fn usage_line(error: &clap::Error) -> String {
+    let mut line = message(error).unwrap_or_else(|| fallback_message(error));
+    for tip in tips(error) {
+        line.push_str("; tip: ");
+        line.push_str(&tip);
     }
     one_line(&format!("{line} (see --help)"))
+}
+
+/// The message of the error kinds the tools can meet, from their context; `None` for another
+/// kind, or a kind without the context it needs.
+fn message(error: &clap::Error) -> Option<String> {
+    let text = |kind| match error.get(kind) {
+        Some(ContextValue::String(text)) => Some(text.as_str()),
+        _ => None,
+    };
+    let list = |kind| match error.get(kind) {
+        Some(ContextValue::Strings(items)) => Some(items.join(", ")),
+        _ => None,
+    };
+    let arg = text(ContextKind::InvalidArg);
+    let value = text(ContextKind::InvalidValue);
+    Some(match error.kind() {
+        ErrorKind::UnknownArgument => format!("unexpected argument '{}' found", arg?),
+        ErrorKind::InvalidValue => {
+            let (arg, value) = (arg?, value?);
+            let mut line = if value.is_empty() {
+                format!("a value is required for '{arg}' but none was supplied")
+            } else {
+                format!("invalid value '{value}' for '{arg}'")
+            };
+            if let Some(valid) = list(ContextKind::ValidValue).filter(|v| !v.is_empty()) {
+                line.push_str(&format!("; [possible values: {valid}]"));
+            }
+            line
+        }
+        ErrorKind::ValueValidation => {
+            let mut line = format!("invalid value '{}' for '{}'", value?, arg?);
+            if let Some(why) = std::error::Error::source(error) {
+                line.push_str(&format!(": {why}"));
+            }
+            line
+        }
+        ErrorKind::TooManyValues => format!(
+            "unexpected value '{}' for '{}' found; no more were expected",
+            value?, arg?
+        ),
+        ErrorKind::MissingRequiredArgument => format!(
+            "the following required arguments were not provided: {}",
+            list(ContextKind::InvalidArg)?
+        ),
+        ErrorKind::ArgumentConflict => {
+            let arg = arg?;
+            match error.get(ContextKind::PriorArg) {
+                Some(ContextValue::String(prior)) if prior == arg => {
+                    format!("the argument '{arg}' cannot be used multiple times")
+                }
+                Some(ContextValue::String(prior)) => {
+                    format!("the argument '{arg}' cannot be used with '{prior}'")
+                }
+                Some(ContextValue::Strings(prior)) => {
+                    format!(
+                        "the argument '{arg}' cannot be used with: {}",
+                        prior.join(", ")
+                    )
+                }
+                _ => format!(
+                    "the argument '{arg}' cannot be used with one or more of the other specified \
+                     arguments"
+                ),
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// Any other kind: clap's own words for it, or the error its value parser returned.
+fn fallback_message(error: &clap::Error) -> String {
+    match (error.kind().as_str(), std::error::Error::source(error)) {
+        (Some(words), _) => words.to_string(),
+        (None, Some(source)) => source.to_string(),
+        (None, None) => "the command line was refused".to_string(),
+    }
+}
+
+/// Clap's suggestions (a similar flag, how to pass a value that looks like one), each a
+/// sentence of its own.
+fn tips(error: &clap::Error) -> Vec<String> {
+    let mut tips = Vec::new();
+    for (kind, what) in [
+        (ContextKind::SuggestedSubcommand, "subcommand"),
+        (ContextKind::SuggestedArg, "argument"),
+        (ContextKind::SuggestedValue, "value"),
+    ] {
+        match error.get(kind) {
+            Some(ContextValue::String(similar)) => {
+                tips.push(format!("a similar {what} exists: '{similar}'"))
+            }
+            Some(ContextValue::Strings(similar)) if similar.len() == 1 => {
+                tips.push(format!("a similar {what} exists: '{}'", similar[0]))
+            }
+            Some(ContextValue::Strings(similar)) => tips.push(format!(
+                "some similar {what}s exist: '{}'",
+                similar.join("', '")
+            )),
+            _ => {}
+        }
+    }
+    if let Some(ContextValue::StyledStrs(suggested)) = error.get(ContextKind::Suggested) {
+        tips.extend(suggested.iter().map(ToString::to_string));
+    }
+    tips
 }
 
 #[cfg(test)]
@@ -98,22 +206,75 @@ mod tests {
         assert_eq!(one_line("a\nb\r\tc\u{7}\n"), "a b  c");
     }
 
+    /// Runs `argv` through a small command shaped like the tools' and returns the one line.
+    fn refusal(argv: &[&str]) -> String {
+        #[derive(clap::Parser, Debug)]
+        #[command(name = "tool")]
+        struct Cli {
+            #[arg(long, conflicts_with_all = ["policy", "runtime"])]
+            list: bool,
+            #[arg(long, requires = "list")]
+            json: bool,
+            #[arg(long, value_parser = ["read-only", "auto"])]
+            policy: Option<String>,
+            #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u16))]
+            deadline: Option<u16>,
+            #[arg(required_unless_present = "list")]
+            runtime: Option<String>,
+        }
+        let error = <Cli as clap::Parser>::try_parse_from(
+            std::iter::once("tool").chain(argv.iter().copied()),
+        )
+        .err();
+        usage_line(&error.unwrap_or_else(|| panic!("{argv:?} was accepted")))
+    }
+
     #[test]
-    fn usage_errors_fold_to_one_line_without_the_usage_block() {
+    fn usage_errors_are_one_line_from_clap_context() {
         assert_eq!(
-            usage_line(
-                "error: the following required arguments were not provided:\n  --list\n  \
-                 <RUNTIME>\n\nUsage: moot-render --list\n"
-            ),
+            refusal(&["--json"]),
             "the following required arguments were not provided: --list, <RUNTIME> (see --help)"
         );
-        let rendered = "error: unexpected argument '--foo' found\n\n  tip: to pass '--foo' as a \
-                        value, use '-- --foo'\n\nUsage: moot-render [OPTIONS] [RUNTIME]\n       \
-                        moot-render --list\n\nFor more information, try '--help'.\n";
         assert_eq!(
-            usage_line(rendered),
+            refusal(&["--foo"]),
             "unexpected argument '--foo' found; tip: to pass '--foo' as a value, use '-- --foo' \
              (see --help)"
+        );
+        assert_eq!(
+            refusal(&["--jsn"]),
+            "unexpected argument '--jsn' found; tip: a similar argument exists: '--json' \
+             (see --help)"
+        );
+        assert_eq!(
+            refusal(&["--policy", "yolo", "x"]),
+            "invalid value 'yolo' for '--policy <POLICY>'; [possible values: read-only, auto] \
+             (see --help)"
+        );
+        assert_eq!(
+            refusal(&["--policy=", "x"]),
+            "a value is required for '--policy <POLICY>' but none was supplied; [possible values: \
+             read-only, auto] (see --help)"
+        );
+        assert_eq!(
+            refusal(&["--policy"]),
+            "a value is required for '--policy <POLICY>' but none was supplied; [possible values: \
+             read-only, auto] (see --help)"
+        );
+        assert_eq!(
+            refusal(&["--deadline", "70000", "x"]),
+            "invalid value '70000' for '--deadline <SECS>': 70000 is not in 0..=65535 (see --help)"
+        );
+        assert_eq!(
+            refusal(&["--list", "--policy", "auto"]),
+            "the argument '--list' cannot be used with '--policy <POLICY>' (see --help)"
+        );
+        assert_eq!(
+            refusal(&["--list", "--list"]),
+            "the argument '--list' cannot be used multiple times (see --help)"
+        );
+        assert_eq!(
+            refusal(&["x", "y"]),
+            "unexpected argument 'y' found (see --help)"
         );
     }
 }

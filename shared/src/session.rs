@@ -80,13 +80,17 @@ mod tests {
 
     #[test]
     fn uuid_shape() {
-        assert!(is_uuid("0f8c1c3e-9a4b-4c1d-8e2f-123456789abc"));
-        assert!(is_uuid("0F8C1C3E-9A4B-4C1D-8E2F-123456789ABC"));
-        assert!(!is_uuid("0f8c1c3e-9a4b-4c1d-8e2f-123456789ab"));
-        assert!(!is_uuid("0f8c1c3e_9a4b-4c1d-8e2f-123456789abc"));
-        assert!(!is_uuid("0f8c1c3e-9a4b-4c1d-8e2f-123456789abg"));
-        assert!(!is_uuid("last"));
-        assert!(!is_uuid(""));
+        for (id, uuid) in [
+            ("0f8c1c3e-9a4b-4c1d-8e2f-123456789abc", true),
+            ("0F8C1C3E-9A4B-4C1D-8E2F-123456789ABC", true),
+            ("0f8c1c3e-9a4b-4c1d-8e2f-123456789ab", false),
+            ("0f8c1c3e_9a4b-4c1d-8e2f-123456789abc", false),
+            ("0f8c1c3e-9a4b-4c1d-8e2f-123456789abg", false),
+            ("last", false),
+            ("", false),
+        ] {
+            assert_eq!(is_uuid(id), uuid, "{id:?}");
+        }
     }
 
     #[test]
@@ -100,9 +104,13 @@ mod tests {
 
     #[test]
     fn fresh_is_a_prefix() {
-        assert!(is_fresh("fresh:job:0123456789abcdef"));
-        assert!(is_fresh("fresh:"));
-        assert!(!is_fresh("Fresh:x"));
-        assert!(!is_fresh("fresh"));
+        for (id, fresh) in [
+            ("fresh:job:0123456789abcdef", true),
+            ("fresh:", true),
+            ("Fresh:x", false),
+            ("fresh", false),
+        ] {
+            assert_eq!(is_fresh(id), fresh, "{id:?}");
+        }
     }
 }

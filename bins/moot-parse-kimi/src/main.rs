@@ -41,26 +41,18 @@ Examples:
   moot-parse-kimi --text --exit-code 0 < run.ndjson   # only the answer, for adapter.sh";
 
 fn main() -> ExitCode {
-    match moot::report::parse_args::<Cli>(TOOL, EXIT_USAGE) {
-        Ok(cli) => moot::report::run_tool(TOOL, EXIT_USAGE, || {
-            run_parser_with(TOOL, Kimi::default(), &cli.args, |kimi| {
-                beside::hand_in(
-                    kimi,
-                    cli.stderr_file.as_deref(),
-                    cli.session_store.as_deref(),
-                )
-            })
-        }),
-        Err(code) => code,
-    }
+    moot::report::main::<Cli>(TOOL, EXIT_USAGE, EXIT_USAGE, |cli| {
+        run_parser_with(TOOL, Kimi::default(), &cli.args, |kimi| {
+            beside::hand_in(
+                kimi,
+                cli.stderr_file.as_deref(),
+                cli.session_store.as_deref(),
+            )
+        })
+    })
 }
 
-#[cfg(test)]
-mod tests {
-    use clap::CommandFactory;
-
-    #[test]
-    fn cli_is_well_formed() {
-        super::Cli::command().debug_assert();
-    }
+#[test]
+fn cli_is_well_formed() {
+    moot::report::check_cli::<Cli>();
 }

@@ -26,20 +26,12 @@ Examples:
   moot-parse-omp --text < run.ndjson        # only the answer, for adapter.sh";
 
 fn main() -> ExitCode {
-    match moot::report::parse_args::<Cli>(TOOL, EXIT_USAGE) {
-        Ok(cli) => moot::report::run_tool(TOOL, EXIT_USAGE, || {
-            run_parser(TOOL, Omp::default(), &cli.args)
-        }),
-        Err(code) => code,
-    }
+    moot::report::main::<Cli>(TOOL, EXIT_USAGE, EXIT_USAGE, |cli| {
+        run_parser(TOOL, Omp::default(), &cli.args)
+    })
 }
 
-#[cfg(test)]
-mod tests {
-    use clap::CommandFactory;
-
-    #[test]
-    fn cli_is_well_formed() {
-        super::Cli::command().debug_assert();
-    }
+#[test]
+fn cli_is_well_formed() {
+    moot::report::check_cli::<Cli>();
 }

@@ -40,18 +40,10 @@ Examples:
   moot-render --list --json | jq '.[] | select(.installed) | .name'";
 
 fn main() -> ExitCode {
-    match moot::report::parse_args::<Cli>(TOOL, EXIT_REFUSED) {
-        Ok(cli) => moot::report::run_tool(TOOL, EXIT_FAILED, || run(TOOL, &cli.args)),
-        Err(code) => code,
-    }
+    moot::report::main::<Cli>(TOOL, EXIT_REFUSED, EXIT_FAILED, |cli| run(TOOL, &cli.args))
 }
 
-#[cfg(test)]
-mod tests {
-    use clap::CommandFactory;
-
-    #[test]
-    fn cli_is_well_formed() {
-        super::Cli::command().debug_assert();
-    }
+#[test]
+fn cli_is_well_formed() {
+    moot::report::check_cli::<Cli>();
 }

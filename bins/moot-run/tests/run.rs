@@ -6,11 +6,12 @@ use std::fs;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use moot::outcome::ProcessOutcome;
+use moot::testkit_fs::{mode, write_with_mode};
 use nix::sys::signal::{self, kill, SigHandler, Signal};
 use nix::unistd::Pid;
 
@@ -33,8 +34,59 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+/// Asserts that moot-run's stderr holds `part`, showing all of it when not.
+fn assert_stderr_has(out: &Output, part: &str) {
+    assert!(stderr(out).contains(part), "{}", stderr(out));
+}
+
+/// A script named `agent` holding `text` with permission bits `mode`, in a fresh directory
+/// (returned with it, and removed when that is dropped).
+fn agent(text: &str, mode: u32) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("agent");
+    write_with_mode(&script, text, mode);
+    (dir, script)
+}
+
 fn status_file(path: &Path) -> ProcessOutcome {
     ProcessOutcome::read(path).expect("a status file moot-parse-* can read")
+}
+
+/// `moot-run ARGS -- sh -c SCRIPT`.
+fn sh(args: &[&str], script: &str) -> Command {
+    let mut command = moot_run(args);
+    command.args(["--", "sh", "-c", script]);
+    command
+}
+
+/// A file moot-run was told to write, in a fresh directory that lives as long as it does.
+struct Written {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl std::ops::Deref for Written {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for Written {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Runs `moot-run ARGS FLAG FILE -- sh -c SCRIPT` to its end, FILE a fresh path; returns the
+/// output and the file.
+fn sh_writing(args: &[&str], flag: &str, script: &str) -> (Output, Written) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("written");
+    let mut command = moot_run(args);
+    command.args([flag, path.to_str().unwrap()]);
+    let out = output(command.args(["--", "sh", "-c", script]));
+    (out, Written { _dir: dir, path })
 }
 
 /// moot-run with INT, QUIT, TERM and HUP at their default action, whatever the test runner
@@ -64,6 +116,18 @@ fn spawn_with_default_signals(args: &[&str]) -> Child {
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn moot-run")
+}
+
+/// What is left on a piped stderr of `child`, read to its end.
+fn rest_of_stderr(child: &mut Child) -> String {
+    let mut text = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
+    text
 }
 
 /// Waits for `child` to exit, failing the test if it hangs.
@@ -138,22 +202,17 @@ fn assert_process_gone(pid: u32) {
 
 #[test]
 fn stdout_passes_through_unchanged_and_the_transcript_is_verbatim_and_private() {
-    let dir = tempfile::tempdir().unwrap();
-    let transcript = dir.path().join("run.ndjson");
-    let out = output(moot_run(&[
+    let (out, transcript) = sh_writing(
+        &[],
         "--transcript",
-        transcript.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
         r#"printf '{"type":"a"}\n'; printf 'no newline\0\377'; printf 'to stderr' >&2"#,
-    ]));
+    );
     let expected = b"{\"type\":\"a\"}\nno newline\0\xff";
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(out.stdout, expected);
     assert_eq!(stderr(&out), "to stderr");
     assert_eq!(fs::read(&transcript).unwrap(), expected);
-    let mode = fs::metadata(&transcript).unwrap().permissions().mode() & 0o777;
+    let mode = mode(&transcript);
     assert_eq!(mode, 0o600);
 }
 
@@ -161,8 +220,7 @@ fn stdout_passes_through_unchanged_and_the_transcript_is_verbatim_and_private() 
 fn an_existing_transcript_is_truncated_and_narrowed_to_0600() {
     let dir = tempfile::tempdir().unwrap();
     let transcript = dir.path().join("t");
-    fs::write(&transcript, "old contents that are longer").unwrap();
-    fs::set_permissions(&transcript, fs::Permissions::from_mode(0o644)).unwrap();
+    write_with_mode(&transcript, "old contents that are longer", 0o644);
     let out = output(moot_run(&[
         "--transcript",
         transcript.to_str().unwrap(),
@@ -172,47 +230,28 @@ fn an_existing_transcript_is_truncated_and_narrowed_to_0600() {
     ]));
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(fs::read_to_string(&transcript).unwrap(), "new\n");
-    let mode = fs::metadata(&transcript).unwrap().permissions().mode() & 0o777;
+    let mode = mode(&transcript);
     assert_eq!(mode, 0o600);
 }
 
 #[test]
 fn stderr_file_takes_the_commands_stderr() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("err.log");
-    let out = output(moot_run(&[
-        "--stderr-file",
-        file.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        "echo out; echo err >&2",
-    ]));
+    let (out, file) = sh_writing(&[], "--stderr-file", "echo out; echo err >&2");
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(out.stdout, b"out\n");
     assert_eq!(stderr(&out), "");
     assert_eq!(fs::read_to_string(&file).unwrap(), "err\n");
-    assert_eq!(
-        fs::metadata(&file).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
+    assert_eq!(mode(&file), 0o600);
 }
 
 #[test]
 fn deadline_ends_the_whole_group_with_124_within_the_grace() {
-    let dir = tempfile::tempdir().unwrap();
-    let status = dir.path().join("s.json");
     let start = Instant::now();
-    let out = output(moot_run(&[
-        "--deadline",
-        "1",
+    let (out, status) = sh_writing(
+        &["--deadline", "1"],
         "--status-file",
-        status.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
         "sleep 100 & sleep 100",
-    ]));
+    );
     assert!(start.elapsed() < HANG);
     assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
     assert_eq!(stderr(&out), "");
@@ -228,20 +267,11 @@ fn deadline_ends_the_whole_group_with_124_within_the_grace() {
 
 #[test]
 fn a_group_that_ignores_sigterm_is_killed_after_the_grace() {
-    let dir = tempfile::tempdir().unwrap();
-    let status = dir.path().join("s.json");
-    let out = output(moot_run(&[
-        "--deadline",
-        "0.5",
-        "--grace",
-        "0.5",
+    let (out, status) = sh_writing(
+        &["--deadline", "0.5", "--grace", "0.5"],
         "--status-file",
-        status.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
         "trap '' TERM; sleep 100 & sleep 100",
-    ]));
+    );
     assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
     let outcome = status_file(&status);
     assert_eq!(outcome.signal.as_deref(), Some("SIGKILL"));
@@ -255,18 +285,11 @@ fn a_group_that_ignores_sigterm_is_killed_after_the_grace() {
 
 #[test]
 fn output_printed_before_a_kill_is_in_the_transcript() {
-    let dir = tempfile::tempdir().unwrap();
-    let transcript = dir.path().join("t");
-    let out = output(moot_run(&[
-        "--deadline",
-        "1",
+    let (out, transcript) = sh_writing(
+        &["--deadline", "1"],
         "--transcript",
-        transcript.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
         r#"printf '{"type":"session"}\n{"type":"message_upd'; sleep 100"#,
-    ]));
+    );
     let partial = b"{\"type\":\"session\"}\n{\"type\":\"message_upd";
     assert_eq!(out.status.code(), Some(124));
     assert_eq!(out.stdout, partial);
@@ -319,16 +342,7 @@ fn a_forwarded_signal_the_command_ignores_is_followed_by_sigkill() {
 
 #[test]
 fn what_the_command_leaves_in_its_group_is_killed_when_it_exits() {
-    let dir = tempfile::tempdir().unwrap();
-    let status = dir.path().join("s.json");
-    let out = output(moot_run(&[
-        "--status-file",
-        status.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        "sleep 100 & echo $!",
-    ]));
+    let (out, status) = sh_writing(&[], "--status-file", "sleep 100 & echo $!");
     assert_eq!(out.status.code(), Some(0));
     let grandchild: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
     assert_process_gone(grandchild);
@@ -353,12 +367,10 @@ fn the_command_dies_with_moot_run() {
 #[test]
 fn the_command_has_its_own_group_null_stdin_and_no_blocked_or_ignored_signals() {
     let out = output(
-        moot_run(&[
-            "--",
-            "sh",
-            "-c",
+        sh(
+            &[],
             "echo $$; cut -d' ' -f5 /proc/$$/stat; readlink /proc/$$/fd/0; cat",
-        ])
+        )
         .stdin(Stdio::piped()),
     );
     let text = String::from_utf8_lossy(&out.stdout);
@@ -446,13 +458,7 @@ fn a_signal_while_argv_is_awaited_on_stdin_stops_moot_run_and_cleans_up() {
     std::thread::sleep(Duration::from_millis(200));
     kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
     let status = wait_bounded(&mut child);
-    let mut errors = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut errors)
-        .unwrap();
+    let errors = rest_of_stderr(&mut child);
     assert_eq!(status.code(), Some(125));
     assert_eq!(
         errors,
@@ -488,10 +494,7 @@ fn a_missing_binary_exits_127_naming_it_and_the_path_searched() {
 
 #[test]
 fn a_file_that_is_not_executable_exits_126() {
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("agent");
-    fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
-    fs::set_permissions(&script, fs::Permissions::from_mode(0o644)).unwrap();
+    let (dir, script) = agent("#!/bin/sh\necho hi\n", 0o644);
     let direct = output(moot_run(&["--", script.to_str().unwrap()]));
     assert_eq!(direct.status.code(), Some(126));
     assert_eq!(
@@ -507,17 +510,10 @@ fn a_file_that_is_not_executable_exits_126() {
 
 #[test]
 fn a_missing_interpreter_is_127_and_says_so() {
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("agent");
-    fs::write(&script, "#!/nonexistent/interpreter\n").unwrap();
-    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    let (_dir, script) = agent("#!/nonexistent/interpreter\n", 0o755);
     let out = output(moot_run(&["--", script.to_str().unwrap()]));
     assert_eq!(out.status.code(), Some(127));
-    assert!(
-        stderr(&out).ends_with("its #! interpreter may be missing\n"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_has(&out, "its #! interpreter may be missing\n");
 }
 
 #[test]
@@ -525,14 +521,7 @@ fn the_status_file_records_the_exit_and_the_signal() {
     let dir = tempfile::tempdir().unwrap();
     let status = dir.path().join("s.json");
     let path = status.to_str().unwrap();
-    let out = output(moot_run(&[
-        "--status-file",
-        path,
-        "--",
-        "sh",
-        "-c",
-        "exit 3",
-    ]));
+    let out = output(sh(&["--status-file", path], "exit 3"));
     assert_eq!(out.status.code(), Some(3));
     let outcome = status_file(&status);
     assert_eq!(
@@ -542,14 +531,7 @@ fn the_status_file_records_the_exit_and_the_signal() {
     assert!(outcome.pid.unwrap() > 0);
     assert!(outcome.elapsed_ms.is_some());
 
-    let out = output(moot_run(&[
-        "--status-file",
-        path,
-        "--",
-        "sh",
-        "-c",
-        "kill -KILL $$",
-    ]));
+    let out = output(sh(&["--status-file", path], "kill -KILL $$"));
     assert_eq!(out.status.code(), Some(137));
     let outcome = status_file(&status);
     assert_eq!(outcome.exit_code, 137);
@@ -660,13 +642,7 @@ fn a_closed_stdout_still_leaves_a_complete_transcript() {
         "a lost stdout is moot-run's failure"
     );
     assert_eq!(fs::metadata(&transcript).unwrap().len(), 1 << 20);
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = rest_of_stderr(&mut child);
     assert_eq!(
         err,
         "moot-run: cannot write stdout; the transcript, if any, has every byte: Broken pipe \
@@ -795,7 +771,13 @@ fn usage_errors_exit_125_on_one_line() {
     for (args, message) in [
         (
             vec!["--deadline", "soon", "--", "true"],
-            "moot-run: invalid value 'soon' for '--deadline <SECS>': not a number of seconds (see --help)\n",
+            "moot-run: invalid value 'soon' for '--deadline <SECS>': expected a number of seconds \
+             such as 600 or 12.5, got \"soon\" (see --help)\n",
+        ),
+        (
+            vec!["--deadline", "1e1", "--", "true"],
+            "moot-run: invalid value '1e1' for '--deadline <SECS>': expected a number of seconds \
+             such as 600 or 12.5, got \"1e1\" (see --help)\n",
         ),
         (
             vec!["--deadline", "0", "--", "true"],
@@ -974,11 +956,7 @@ fn cleanup_never_removes_what_moot_did_not_create() {
         "--",
         "true",
     ]));
-    assert!(
-        stderr(&out).contains("no .moot-scratch marker"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_has(&out, "no .moot-scratch marker");
     assert_project_intact(&proj);
 }
 
@@ -1012,8 +990,7 @@ fn planted_transcript_and_stderr_names_are_refused() {
     for flag in ["--transcript", "--stderr-file"] {
         let dir = tempfile::tempdir().unwrap();
         let victim = dir.path().join("victim.conf");
-        fs::write(&victim, "operator's config").unwrap();
-        fs::set_permissions(&victim, fs::Permissions::from_mode(0o644)).unwrap();
+        write_with_mode(&victim, "operator's config", 0o644);
         let marker = dir.path().join("ran");
         let planted = dir.path().join("run.ndjson");
         let fifo = dir.path().join("fifo");
@@ -1034,13 +1011,7 @@ fn planted_transcript_and_stderr_names_are_refused() {
                 .spawn()
                 .unwrap();
             let status = wait_bounded(&mut child);
-            let mut err = String::new();
-            child
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
+            let err = rest_of_stderr(&mut child);
             assert_eq!(status.code(), Some(125), "{flag} {name:?}: {err}");
             assert!(
                 err.starts_with(&format!("moot-run: {flag} (")) && err.contains(why),
@@ -1050,10 +1021,7 @@ fn planted_transcript_and_stderr_names_are_refused() {
             assert!(!marker.exists(), "the command ran");
         }
         assert_eq!(fs::read_to_string(&victim).unwrap(), "operator's config");
-        assert_eq!(
-            fs::metadata(&victim).unwrap().permissions().mode() & 0o777,
-            0o644
-        );
+        assert_eq!(mode(&victim), 0o644);
     }
 }
 
@@ -1109,11 +1077,7 @@ fn cleanup_removes_nothing_through_a_bind_mount() {
         "true",
     ]));
     assert_eq!(out.status.code(), Some(125));
-    assert!(
-        stderr(&out).contains("is a mount point"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_has(&out, "is a mount point");
     assert_eq!(
         fs::read_to_string(project.join("important")).unwrap(),
         "keep"
@@ -1148,11 +1112,7 @@ fn cleanup_of_a_tree_it_cannot_empty_removes_nothing() {
     }
     let out = output(command);
     assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("not a directory you can empty"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_has(&out, "not a directory you can empty");
     assert!(
         scratch.join(moot::cleanup::MARKER).exists(),
         "removed part of it"
@@ -1205,18 +1165,17 @@ fn a_stage_swapped_during_the_run_is_detected_and_not_written_through() {
         hidden = hidden.display(),
         victim = victim.display()
     );
-    let out = output(moot_run(&[
-        "--transcript",
-        stage.join("run.ndjson").to_str().unwrap(),
-        "--status-file",
-        stage.join("status").to_str().unwrap(),
-        "--cleanup",
-        prompt_dir.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
+    let out = output(sh(
+        &[
+            "--transcript",
+            stage.join("run.ndjson").to_str().unwrap(),
+            "--status-file",
+            stage.join("status").to_str().unwrap(),
+            "--cleanup",
+            prompt_dir.to_str().unwrap(),
+        ],
         &swap,
-    ]));
+    ));
     assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
     let errors = stderr(&out);
     assert!(

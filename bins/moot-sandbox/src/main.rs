@@ -36,18 +36,13 @@ Examples:
   moot-sandbox --check | jq .probe.passed";
 
 fn main() -> ExitCode {
-    match moot::report::parse_args::<Cli>(TOOL, EXIT_USAGE) {
-        Ok(cli) => moot::sandbox::run(TOOL, &cli.args),
-        Err(code) => code,
-    }
+    // sandbox::run reports its own failures, each with its own status.
+    moot::report::main::<Cli>(TOOL, EXIT_USAGE, EXIT_USAGE, |cli| {
+        Ok(moot::sandbox::run(TOOL, &cli.args))
+    })
 }
 
-#[cfg(test)]
-mod tests {
-    use clap::CommandFactory;
-
-    #[test]
-    fn cli_is_well_formed() {
-        super::Cli::command().debug_assert();
-    }
+#[test]
+fn cli_is_well_formed() {
+    moot::report::check_cli::<Cli>();
 }

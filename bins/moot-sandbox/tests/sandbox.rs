@@ -15,6 +15,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use moot::testkit_fs::write_with_mode;
+
 const BIN: &str = env!("CARGO_BIN_EXE_moot-sandbox");
 
 fn sandbox(args: &[&str]) -> Output {
@@ -593,8 +595,7 @@ fn missing_and_unexecutable_commands_exit_127_and_126() {
     );
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("agent");
-    fs::write(&script, "#!/bin/sh\n").unwrap();
-    fs::set_permissions(&script, fs::Permissions::from_mode(0o644)).unwrap();
+    write_with_mode(&script, "#!/bin/sh\n", 0o644);
     let unexecutable = sandbox(&["--", path(&script)]);
     assert_eq!(unexecutable.status.code(), Some(126));
     assert_eq!(
@@ -692,6 +693,11 @@ fn is_root(test: &str) -> bool {
     root
 }
 
+/// Both: root, on a kernel with Landlock ABI `needed` or later (each skip said once).
+fn root_with_landlock(needed: i64, test: &str) -> bool {
+    is_root(test) && kernel_has(needed, test)
+}
+
 /// The capability sets a command sees, from its own /proc/self/status.
 fn caps_inside(extra: &[&str]) -> String {
     let mut args = extra.to_vec();
@@ -705,9 +711,7 @@ fn caps_inside(extra: &[&str]) -> String {
 /// unless --keep-caps.
 #[test]
 fn root_runs_with_no_capability_unless_it_keeps_them() {
-    if !is_root("root_runs_with_no_capability_unless_it_keeps_them")
-        || !kernel_has(1, "root_runs_with_no_capability_unless_it_keeps_them")
-    {
+    if !root_with_landlock(1, "root_runs_with_no_capability_unless_it_keeps_them") {
         return;
     }
     let dropped = caps_inside(&[]);
@@ -726,12 +730,10 @@ fn root_runs_with_no_capability_unless_it_keeps_them() {
 /// does not mediate chmod of one's own files: man page, Not covered).
 #[test]
 fn root_cannot_chmod_chown_or_utime_files_it_was_never_granted() {
-    if !is_root("root_cannot_chmod_chown_or_utime_files_it_was_never_granted")
-        || !kernel_has(
-            1,
-            "root_cannot_chmod_chown_or_utime_files_it_was_never_granted",
-        )
-    {
+    if !root_with_landlock(
+        1,
+        "root_cannot_chmod_chown_or_utime_files_it_was_never_granted",
+    ) {
         return;
     }
     let t = tree();
@@ -739,8 +741,7 @@ fn root_cannot_chmod_chown_or_utime_files_it_was_never_granted() {
     fs::set_permissions(&t.outside, fs::Permissions::from_mode(0o755)).unwrap();
     fs::set_permissions(&t.secret, fs::Permissions::from_mode(0o600)).unwrap();
     let theirs = t.outside.join("theirs");
-    fs::write(&theirs, "another user's\n").unwrap();
-    fs::set_permissions(&theirs, fs::Permissions::from_mode(0o600)).unwrap();
+    write_with_mode(&theirs, "another user's\n", 0o600);
     std::os::unix::fs::chown(&theirs, Some(4242), Some(4242)).unwrap();
     let attempt = |file: &Path, flags: &[&str]| {
         let script = format!(
@@ -780,9 +781,7 @@ fn root_cannot_chmod_chown_or_utime_files_it_was_never_granted() {
 /// does not; only --keep-caps with --allow-devices makes one.
 #[test]
 fn device_nodes_cannot_be_made_in_a_writable_directory() {
-    if !is_root("device_nodes_cannot_be_made_in_a_writable_directory")
-        || !kernel_has(1, "device_nodes_cannot_be_made_in_a_writable_directory")
-    {
+    if !root_with_landlock(1, "device_nodes_cannot_be_made_in_a_writable_directory") {
         return;
     }
     let t = tree();
@@ -818,12 +817,10 @@ fn device_nodes_cannot_be_made_in_a_writable_directory() {
 /// Regression: root read other processes' /proc/<pid>/environ and opened raw sockets.
 #[test]
 fn root_cannot_read_other_users_processes_or_open_raw_sockets() {
-    if !is_root("root_cannot_read_other_users_processes_or_open_raw_sockets")
-        || !kernel_has(
-            1,
-            "root_cannot_read_other_users_processes_or_open_raw_sockets",
-        )
-    {
+    if !root_with_landlock(
+        1,
+        "root_cannot_read_other_users_processes_or_open_raw_sockets",
+    ) {
         return;
     }
     let Some((python, prefix)) = python3() else {
@@ -863,9 +860,7 @@ fn root_cannot_read_other_users_processes_or_open_raw_sockets() {
 
 #[test]
 fn user_runs_the_command_as_that_user_with_no_groups() {
-    if !is_root("user_runs_the_command_as_that_user_with_no_groups")
-        || !kernel_has(1, "user_runs_the_command_as_that_user_with_no_groups")
-    {
+    if !root_with_landlock(1, "user_runs_the_command_as_that_user_with_no_groups") {
         return;
     }
     let out = sandbox(&[
@@ -943,8 +938,7 @@ fn npm_install(root: &Path) -> (PathBuf, String) {
         ),
     ] {
         fs::create_dir_all(file.parent().unwrap()).unwrap();
-        fs::write(file, text).unwrap();
-        fs::set_permissions(file, fs::Permissions::from_mode(0o755)).unwrap();
+        write_with_mode(file, text, 0o755);
     }
     fs::create_dir_all(modules.join(".bin")).unwrap();
     std::os::unix::fs::symlink("../pkg/dist/cli.js", modules.join(".bin/tool")).unwrap();

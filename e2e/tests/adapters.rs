@@ -1,8 +1,7 @@
 //! End to end: every scripts/adapters/<runtime>/adapter.sh run by /bin/sh with a stub runtime on
 //! PATH that replays a real capture and exits as the real CLI did. Checks stdout (only the
 //! response), stderr (one diagnostic line on failure), the exit status, and the argv and stdin
-//! the runtime received. The tools are the workspace's built binaries (`cargo test --workspace`
-//! builds them all before any test runs).
+//! the runtime received. The tools are the workspace's built binaries (src/lib.rs builds them).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -11,8 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-mod common;
-use common::{root, tool_dir};
+use moot_e2e::{root, tool_dir};
 
 /// A directory of stub CLIs; put first on PATH.
 struct Stubs {

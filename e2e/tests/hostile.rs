@@ -8,8 +8,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-mod common;
-use common::tool;
+use moot_e2e::tool;
 
 const CANARY: &str = "canary-secret-7f3a9c";
 
@@ -102,7 +101,7 @@ fn secrets_kept_from_the_agent_are_not_readable_through_proc() {
 /// The README's pipeline, exactly as written there: the code block that runs moot-render omp,
 /// up to its first blank line.
 fn readme_pipeline() -> String {
-    let readme = std::fs::read_to_string(common::root().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(moot_e2e::root().join("README.md")).unwrap();
     let start = readme
         .find("moot-render omp --policy")
         .expect("the README pipeline");
@@ -137,7 +136,7 @@ fn the_readme_pipeline_keeps_the_harness_files_out_of_the_agents_reach() {
     let omp = stubs.path().join("omp");
     std::fs::write(&omp, HOSTILE_OMP).unwrap();
     std::fs::set_permissions(&omp, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let capture = common::root().join("testdata/omp/real-plain.ndjson");
+    let capture = moot_e2e::root().join("testdata/omp/real-plain.ndjson");
     std::fs::copy(&capture, stubs.path().join("capture.ndjson")).unwrap();
     let worktree = tempfile::tempdir().unwrap();
     let stage = tempfile::tempdir().unwrap();
@@ -151,7 +150,7 @@ fn the_readme_pipeline_keeps_the_harness_files_out_of_the_agents_reach() {
     let path = format!(
         "{}:{}:/usr/bin:/bin",
         stubs.path().display(),
-        common::tool_dir().display()
+        moot_e2e::tool_dir().display()
     );
     let home = tempfile::tempdir().unwrap();
     let live = Command::new("sh")
