@@ -44,7 +44,7 @@ def answers():
 
 # check_render's fixture directory (fuzz/src/lib.rs), so seeds can name absolute paths in it.
 FIXTURE = pathlib.Path(tempfile.gettempdir()) / "moot-fuzz-render"
-RUNTIMES = ["omp", "kimi", "kimi-cli", "codex", "claude", "pi", "shell", "mock"]
+RUNTIMES = ["omp", "kimi", "kimi-cli", "codex", "claude", "pi", "opencode", "shell", "mock"]
 PROMPTS = [
     ["--", "Fix the failing test"],
     ["--", "-rf looks like a flag"],

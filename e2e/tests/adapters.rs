@@ -507,6 +507,62 @@ fn codex_failed_turn_is_a_failure() {
 }
 
 #[test]
+fn opencode_qualifies_the_model_folds_the_system_prompt_and_resumes_after_success() {
+    let stubs = Stubs::new();
+    stubs.install("opencode", "opencode/real-plain.ndjson", 0);
+    let system = stubs.path("system.md");
+    fs::write(&system, "You are the reviewer.\n").unwrap();
+    let sessions = tempfile::tempdir().unwrap();
+    let env = [
+        ("MOSAIC_REQUEST", "Review the diff."),
+        ("MOSAIC_PROVIDER", "fake"),
+        ("MOSAIC_MODEL", "fake-model"),
+        ("MOSAIC_THINKING", "high"),
+        ("MOSAIC_SYSTEM_PROMPT_FILE", system.to_str().unwrap()),
+        ("MOSAIC_SESSION_DIR", sessions.path().to_str().unwrap()),
+    ];
+    let first = adapter("opencode", &stubs, &env);
+    assert_answered(&first, "opencode/real-plain.json");
+    let start = [
+        "run",
+        "--format",
+        "json",
+        "--agent",
+        "plan",
+        "--model",
+        "fake/fake-model",
+        "--variant",
+        "high",
+    ];
+    let prompt = "You are the reviewer.\n\n\nReview the diff.";
+    let argv = stubs.argv("opencode").unwrap();
+    assert_eq!(argv, [&start[..], &["--", prompt]].concat());
+    let second = adapter("opencode", &stubs, &env);
+    assert_answered(&second, "opencode/real-plain.json");
+    let resumed = ["--session", "ses_dcd54dea7ffeO0hEFHN837861X", "--", prompt];
+    assert_eq!(
+        stubs.argv("opencode").unwrap(),
+        [&start[..], &resumed[..]].concat()
+    );
+}
+
+#[test]
+fn opencode_rejected_permission_is_a_failure() {
+    let stubs = Stubs::new();
+    stubs.install(
+        "opencode",
+        "opencode/real-toolwrite-outside-rejected.ndjson",
+        0,
+    );
+    let out = adapter("opencode", &stubs, &[("MOSAIC_REQUEST", "Run the tool.")]);
+    assert_failed(
+        &out,
+        1,
+        "moot-parse-opencode: not_terminal: opencode stopped after rejecting",
+    );
+}
+
+#[test]
 fn shell_runs_the_command_with_the_request_as_an_argument() {
     let stubs = Stubs::new();
     let out = adapter(

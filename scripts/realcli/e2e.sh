@@ -3,7 +3,7 @@
 # fake provider (fake_provider.py), through its adapter and through the README pipeline, always
 # confined by moot-sandbox with --profile and no hand-written grant anywhere.
 #
-#   e2e.sh [CLI...]     CLIs: omp pi claude codex kimi kimi-cli (default: all)
+#   e2e.sh [CLI...]     CLIs: omp pi claude codex kimi kimi-cli opencode (default: all)
 #
 #   REALCLI_DIR    where install.sh put the CLIs (default: $TMPDIR/moot-realcli)
 #   MOOT_BIN       the directory of the built moot tools (default: target/debug)
@@ -18,11 +18,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 REALCLI_DIR=${REALCLI_DIR:-${TMPDIR:-/tmp}/moot-realcli}
 MOOT_BIN=$(cd "${MOOT_BIN:-$root/target/debug}" && pwd)
-SCENARIOS=${ONLY:-plain shell outside error length drop deadline bigprompt resume activity marker tools managed start health}
+SCENARIOS=${ONLY:-plain shell outside error length drop deadline bigprompt resume asks activity marker tools managed start health}
 # The managed-session and lifecycle scenarios run through the adapter alone (they are its
 # contract); each applies to the CLIs it names.
 ADAPTER_ONLY=" activity marker tools managed start health "
-CLIS=${*:-omp pi claude codex kimi kimi-cli}
+CLIS=${*:-omp pi claude codex kimi kimi-cli opencode}
 work=$(mktemp -d "${TMPDIR:-/tmp}/moot-e2e.XXXXXX")
 passed=0 failed=0 skipped=0
 trap 'kill "$fake_pid" 2>/dev/null; rm -rf "$work"' EXIT
@@ -132,6 +132,28 @@ setup_kimi_cli() {
     runtime=kimi-cli parser=kimi program=kimi resumes=1
     stderr_flag='--stderr-file "$stage/err"'
     parser_flags=--require-result
+}
+
+setup_opencode() {
+    setup_common opencode
+    # The XDG base directories a desktop has: the profile makes opencode's own directories in
+    # them (a place is made only where its parent exists).
+    mkdir -p "$HOME/.config/opencode" "$HOME/.local/share" "$HOME/.local/state" "$HOME/.cache"
+    printf '{"autoupdate":false,"share":"disabled","model":"fake/fake-model","provider":{"fake":{"npm":"@ai-sdk/openai-compatible","name":"Fake provider","options":{"baseURL":"http://127.0.0.1:%s/v1","apiKey":"dummy-not-a-secret"},"models":{"fake-model":{"name":"Fake Model","limit":{"context":128000,"output":4096}}}}}}\n' \
+        "$port" >"$HOME/.config/opencode/opencode.json"
+    # npm does not run opencode's postinstall here: the platform binary is run directly.
+    path_dirs=$work/bin/opencode
+    mkdir -p "$path_dirs"
+    ln -sf "$REALCLI_DIR/opencode/node_modules/opencode-linux-x64/bin/opencode" "$path_dirs/opencode"
+    runtime=opencode parser=opencode program=opencode resumes=1
+    export OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_MODELS_FETCH=1
+    export OPENCODE_DISABLE_LSP_DOWNLOAD=1 OPENCODE_DISABLE_DEFAULT_PLUGINS=1 OPENCODE_DISABLE_SHARE=1
+    export MOSAIC_MODEL=fake/fake-model
+    # A dropped stream makes opencode start its next step at once, forever: only a deadline
+    # ends that run.
+    drop_deadline=30
+    # Outside a seat opencode rejects, headless, the permissions it would ask for.
+    asks=1
 }
 
 # ---- one run: through the adapter, or through the README's pipeline with the runtime's names
@@ -254,7 +276,7 @@ check() {
             # The provider error is one no client retries (HTTP 400): 5xx is retried with
             # backoff by every CLI for up to minutes, which is their business, not moot's.
             if [ "$scenario" = error ]; then echo fatal; else echo "$scenario"; fi >"$scenario_file"
-            $run "Inspect the workspace."
+            $run "Inspect the workspace." "$([ "$scenario" = drop ] && echo "${drop_deadline:-}")"
             # A CLI may recover (claude retries a dropped stream without streaming): success is
             # then right, but only with the whole answer. A cut one must never pass.
             if [ "$status" = 0 ] && ! grep -qF "$COMPLETE" "$out"; then
@@ -289,7 +311,7 @@ check() {
                 echo "exit $status; the provider saw the prompt's: ${seen:-nothing}: $(head -c 300 "$err")"
             ;;
         activity)
-            case $cli in kimi-cli | kimi | codex | omp | pi | claude) ;; *) echo NA; return ;; esac
+            case $cli in kimi-cli | kimi | codex | omp | pi | claude | opencode) ;; *) echo NA; return ;; esac
             local dir=$work/activity token
             rm -rf "$dir" && mkdir -p "$dir"
             token=$dir/proxy-first-output
@@ -380,6 +402,28 @@ check() {
             run_adapter ""
             [ "$status" = 0 ] && [ -s "$out" ] || echo "health: exit $status: $(head -c 300 "$err")"
             ;;
+        asks)
+            # Outside a seat a write outside the workspace is a permission the CLI would ask
+            # for: nobody can answer headless, so the run must end (denied), not wait.
+            [ "${asks:-0}" = 1 ] || { echo NA; return; }
+            echo "toolcmd touch $work/outside/escaped.txt" >"$scenario_file"
+            local started=$SECONDS
+            if [ "$via" = adapter ]; then
+                # No MOSAIC_WORKSPACE: no seat, the adapter's read-only policy.
+                (cd "$ws" && MOSAIC_REQUEST="Run the tool." MOOT_DEADLINE=120 \
+                    sh "$root/scripts/adapters/$runtime/adapter.sh") >"$out" 2>"$err"
+                status=$?
+            else
+                printf 'Run the tool.' >"$ws/job.md"
+                (cd "$ws" && moot-render "$runtime" --policy workspace-write --prompt-file job.md |
+                    moot-run --deadline 120 | moot-parse-"$parser" --text) >"$out" 2>"$err"
+                status=$?
+                rm -f "$ws/job.md"
+            fi
+            local took=$((SECONDS - started))
+            [ "$status" != 0 ] && [ ! -s "$out" ] && [ "$took" -lt 100 ] && [ ! -e "$work/outside/escaped.txt" ] ||
+                echo "exit $status after ${took}s, file made: $([ -e "$work/outside/escaped.txt" ] && echo yes || echo no): $(head -c 300 "$err")"
+            ;;
         resume)
             if [ "$resumes" = 0 ]; then
                 echo SKIP
@@ -421,7 +465,7 @@ session_of_first_turn() {
 
 printf '| CLI | path | scenario | result | s |\n|---|---|---|---|---|\n'
 for cli in $CLIS; do
-    keep= stderr_flag= parser_flags=
+    keep= stderr_flag= parser_flags= drop_deadline= asks=
     setup_"${cli//-/_}"
     installed=1
     for dir in ${path_dirs//:/ }; do [ -d "$dir" ] || installed=0; done

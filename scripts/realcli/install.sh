@@ -4,10 +4,10 @@
 # version is already there is left alone. Prints one line per CLI; exits 1 if any failed.
 #
 #   REALCLI_DIR   where to install (default: $TMPDIR/moot-realcli)
-#   ONLY          a space-separated subset: "omp pi claude codex kimi-code kimi-cli"
+#   ONLY          a space-separated subset: "omp pi claude codex kimi-code kimi-cli opencode"
 set -uo pipefail
 REALCLI_DIR=${REALCLI_DIR:-${TMPDIR:-/tmp}/moot-realcli}
-ONLY=${ONLY:-omp pi claude codex kimi-code kimi-cli}
+ONLY=${ONLY:-omp pi claude codex kimi-code kimi-cli opencode}
 mkdir -p "$REALCLI_DIR"
 export npm_config_fund=false npm_config_audit=false npm_config_update_notifier=false
 

@@ -22,6 +22,7 @@ static RUNTIMES: &[&Meta] = &[
     &runtime::codex::meta::META,
     &runtime::claude::meta::META,
     &runtime::pi::meta::META,
+    &runtime::opencode::meta::META,
     &runtime::shell::meta::META,
     &runtime::mock::meta::META,
 ];

@@ -6,6 +6,7 @@ pub mod codex;
 pub mod kimi;
 pub mod mock;
 pub mod omp;
+pub mod opencode;
 pub mod pi;
 pub mod pi_family;
 pub mod shell;

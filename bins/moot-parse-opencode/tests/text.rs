@@ -1,0 +1,9 @@
+//! `--text`, the adapter.sh contract: the answer alone on success, nothing but one stderr line on
+//! failure.
+
+moot::parser_text_tests!(
+    "opencode",
+    answer = "real-tool",
+    truncated = "real-length",
+    no_result = ("no-gitmoot-result", "All good, nothing to change.\n")
+);
