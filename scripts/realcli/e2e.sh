@@ -3,7 +3,7 @@
 # fake provider (fake_provider.py), through its adapter and through the README pipeline, always
 # confined by moot-sandbox with --profile and no hand-written grant anywhere.
 #
-#   e2e.sh [CLI...]     CLIs: omp pi claude codex kimi kimi-cli opencode (default: all)
+#   e2e.sh [CLI...]     CLIs: the registered runtimes with a parser (default: all of them)
 #
 #   REALCLI_DIR    where install.sh put the CLIs (default: $TMPDIR/moot-realcli)
 #   MOOT_BIN       the directory of the built moot tools (default: target/debug)
@@ -22,7 +22,9 @@ SCENARIOS=${ONLY:-plain shell outside error length drop deadline bigprompt resum
 # The managed-session and lifecycle scenarios run through the adapter alone (they are its
 # contract); each applies to the CLIs it names.
 ADAPTER_ONLY=" activity marker tools managed start health "
-CLIS=${*:-omp pi claude codex kimi kimi-cli opencode}
+# Every registered runtime whose output a parser reads (shell and mock have no CLI to test).
+CLIS=${*:-$("$MOOT_BIN/moot-render" --list --json |
+    python3 -c 'import json, sys; print(" ".join(e["name"] for e in json.load(sys.stdin) if e["parser"]))')}
 work=$(mktemp -d "${TMPDIR:-/tmp}/moot-e2e.XXXXXX")
 passed=0 failed=0 skipped=0
 trap 'kill "$fake_pid" 2>/dev/null; rm -rf "$work"' EXIT
