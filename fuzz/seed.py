@@ -17,6 +17,7 @@ added. Usage: fuzz/seed.py TARGET  (prints the corpus directory)
 
 import hashlib
 import json
+import re
 import pathlib
 import sys
 import tempfile
@@ -44,7 +45,12 @@ def answers():
 
 # check_render's fixture directory (fuzz/src/lib.rs), so seeds can name absolute paths in it.
 FIXTURE = pathlib.Path(tempfile.gettempdir()) / "moot-fuzz-render"
-RUNTIMES = ["omp", "kimi", "kimi-cli", "codex", "claude", "pi", "opencode", "shell", "mock"]
+# Every runtime, as the records in shared/src/runtime/*/meta.rs name them (no list to keep).
+RUNTIMES = sorted(
+    name
+    for meta in (ROOT / "shared" / "src" / "runtime").glob("*/meta.rs")
+    for name in re.findall(r'^\s*name: "([a-z][a-z-]*)",$', meta.read_text(), re.MULTILINE)
+)
 PROMPTS = [
     ["--", "Fix the failing test"],
     ["--", "-rf looks like a flag"],
