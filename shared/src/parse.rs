@@ -111,6 +111,44 @@ impl Default for ParseArgs {
 pub const ACTIVITY_TOKEN: &[u8] = b"output\n";
 pub const ACTIVITY_FILE: &str = "proxy-first-output";
 
+/// The whole `main.rs` of a parser that takes no flag of its own: `TOOL`, its `Cli` (the doc
+/// comments given become its `--help`), `main`, and the test that its command is well formed.
+///
+/// ```ignore
+/// moot::parser_main! {
+///     /// Read ... on stdin and print one JSON envelope on stdout: ...
+///     tool: "moot-parse-x",
+///     dialect: X::default(),
+///     examples: EXAMPLES,
+/// }
+/// ```
+#[macro_export]
+macro_rules! parser_main {
+    ($(#[doc = $doc:expr])* tool: $tool:literal, dialect: $dialect:expr, examples: $examples:expr $(,)?) => {
+        const TOOL: &str = $tool;
+
+        $(#[doc = $doc])*
+        #[derive(clap::Parser)]
+        #[command(name = TOOL, version, after_help = $crate::parse::help_footer($examples))]
+        struct Cli {
+            #[command(flatten)]
+            args: $crate::parse::ParseArgs,
+        }
+
+        fn main() -> std::process::ExitCode {
+            use $crate::parse::EXIT_USAGE;
+            $crate::report::main::<Cli>(TOOL, EXIT_USAGE, EXIT_USAGE, |cli| {
+                $crate::parse::run_parser(TOOL, $dialect, &cli.args)
+            })
+        }
+
+        #[test]
+        fn cli_is_well_formed() {
+            $crate::report::check_cli::<Cli>();
+        }
+    };
+}
+
 /// The part of every parser's `--help` that is the same for all: the envelope, the error
 /// classes and the exit statuses, followed by the tool's own examples.
 pub fn help_footer(examples: &str) -> String {
