@@ -1,6 +1,7 @@
-//! Two properties of every claude stream the tests hold: a successful real capture cut at any
+//! Three properties of every claude stream the tests hold: a successful real capture cut at any
 //! point before its end is never a success (the last row is then missing or cut mid-write),
-//! and rows of types the parser does not read never change a verdict, wherever they stand.
+//! rows of types the parser does not read never change a verdict, wherever they stand, and the
+//! model's first event shows before a real stream ends (`--activity-dir`), never in a silent one.
 //! claude writes one run to a stream, so no cut is exempt.
 
 use moot::runtime::claude::stream::Claude;

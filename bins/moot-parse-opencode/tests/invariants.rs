@@ -1,7 +1,8 @@
-//! Two properties of every opencode stream the tests hold: a successful real capture cut at
+//! Three properties of every opencode stream the tests hold: a successful real capture cut at
 //! any point before its end is never a success (the last step's finish is then missing or cut
-//! mid-write), and rows of types the parser does not read never change a verdict, wherever they
-//! stand. opencode writes one run to a stream, so no cut is exempt.
+//! mid-write), rows of types the parser does not read never change a verdict, wherever they
+//! stand, and the model's first event shows before a real stream ends (`--activity-dir`), never
+//! in a silent one. opencode writes one run to a stream, so no cut is exempt.
 
 use moot::runtime::opencode::stream::Opencode;
 

@@ -1,6 +1,7 @@
-//! Two properties of every pi stream the tests hold: a successful real capture cut at any
+//! Three properties of every pi stream the tests hold: a successful real capture cut at any
 //! point before its end is never a success (the last row is then missing or cut mid-write),
-//! and rows of types the parser does not read never change a verdict, wherever they stand.
+//! rows of types the parser does not read never change a verdict, wherever they stand, and the
+//! model's first event shows before a real stream ends (`--activity-dir`), never in a silent one.
 //! A stream cut just after an earlier run's `agent_end` is a whole run, byte for byte, and is
 //! the one cut allowed to succeed.
 
