@@ -288,10 +288,9 @@ pub fn first_model_line<D: crate::dialect::Dialect>(
 }
 
 /// Model activity on every golden case of `dialect`: a run that succeeded shows a model event
-/// (unless its stream is one final row);
-/// a real capture that succeeded shows it before its last line, so it is published while the
-/// CLI still runs; the `silent` cases, whose
-/// model never spoke, show none. Returns how many cases spoke.
+/// (unless its stream is one final row); a real capture that succeeded shows it before its last
+/// line, so it is published while the CLI still runs; the `silent` cases, whose model never
+/// spoke, show none. Returns how many cases spoke.
 pub fn check_model_activity<D: crate::dialect::Dialect>(
     dialect: &str,
     new: impl Fn() -> D,
