@@ -179,6 +179,15 @@ pub fn unreadable_row(names: Option<&str>) -> Result<(), Drift> {
     }
 }
 
+/// Judges a cut last line by the row type its raw bytes name: one of `kinds` (the rows the
+/// dialect reads) was cut mid-write; anything else identifies nothing.
+pub fn cut_row_among(tail: &[u8], kinds: &[&str]) -> Result<(), Drift> {
+    match crate::sniff::raw_type_among(tail, kinds) {
+        Some(kind) => Err(Drift::Cut(Row::typed(kind))),
+        None => Ok(()),
+    }
+}
+
 /// Decodes a row the dialect reads; one that does not decode is [`Drift::Undecodable`].
 pub fn decode<'a, T: Deserialize<'a>>(
     line: &'a [u8],

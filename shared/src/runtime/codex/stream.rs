@@ -16,8 +16,8 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
+use crate::dialect::{cut_row_among, Dialect, RunFailure, Verdict};
 use crate::dialect::{decode, unreadable_row, Drift, Head, Row, TextPart, TokenFields, Tokens};
-use crate::dialect::{Dialect, RunFailure, Verdict};
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
 use crate::sniff::{opening_type, opens_with_unread_type, raw_type_among};
 
@@ -112,10 +112,7 @@ impl Dialect for Codex {
     }
 
     fn cut_line(&self, tail: &[u8]) -> Result<(), Drift> {
-        match raw_type_among(tail, VERDICT_ROWS) {
-            Some(kind) => Err(Drift::Cut(Row::typed(kind))),
-            None => Ok(()),
-        }
+        cut_row_among(tail, VERDICT_ROWS)
     }
 
     fn model_spoke(&self) -> bool {

@@ -19,8 +19,8 @@ use std::borrow::Cow;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
+use crate::dialect::{cut_row_among, TextPart, Tokens};
 use crate::dialect::{decode, unreadable_row, Dialect, Drift, Head, Row, RunFailure, Verdict};
-use crate::dialect::{TextPart, Tokens};
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
 use crate::sniff::{opening_type, opens_with_unread_type, raw_type_among};
 
@@ -89,10 +89,7 @@ impl Dialect for Opencode {
     }
 
     fn cut_line(&self, tail: &[u8]) -> Result<(), Drift> {
-        match raw_type_among(tail, READ) {
-            Some(kind) => Err(Drift::Cut(Row::typed(kind))),
-            None => Ok(()),
-        }
+        cut_row_among(tail, READ)
     }
 
     fn model_spoke(&self) -> bool {
