@@ -821,3 +821,16 @@ pub const PI_FAMILY_UNKNOWN_ROWS: &[&str] = &[
 pub fn ends_a_pi_family_run(line: &[u8]) -> bool {
     line.starts_with(br#"{"type":"agent_end""#)
 }
+
+/// Runs `bin <flags>` in `dir` on golden case `real-plain` of `dialect`: for the flags that name
+/// files relative to the working directory (`--stderr-file`, `--cleanup`).
+pub fn run_plain_in(bin: &str, dialect: &str, flags: &[&str], dir: &Path) -> Output {
+    run_in(bin, &args(flags), &case(dialect, "real-plain"), Some(dir))
+}
+
+/// Like [`text_failure`] (no flags), and checks that its one stderr line starts with `prefix`:
+/// for failures whose provider text after the class is not worth pinning whole.
+pub fn text_failure_starts_with(bin: &str, dialect: &str, name: &str, prefix: &str) {
+    let stderr = text_failure(bin, dialect, name, &[]);
+    assert!(stderr.starts_with(prefix), "{dialect}/{name}: {stderr}");
+}

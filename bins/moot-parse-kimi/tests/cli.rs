@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use moot::testkit::{args, case, run_in, text_answer, text_failure};
+use moot::testkit::{run_plain_in, text_answer, text_failure};
 
 const BIN: &str = env!("CARGO_BIN_EXE_moot-parse-kimi");
 
@@ -48,12 +48,7 @@ fn stderr_file_gives_the_legacy_session_id() {
         "\nTo resume this session: kimi -r 22fa99bf-9ce4-4a5e-934a-4e69d64971b6\n",
     )
     .unwrap();
-    let out = run_in(
-        BIN,
-        &args(&["--stderr-file", "err.txt"]),
-        &case("kimi", "real-plain"),
-        Some(dir.path()),
-    );
+    let out = run_plain_in(BIN, "kimi", &["--stderr-file", "err.txt"], dir.path());
     assert_eq!(out.status.code(), Some(0));
     let envelope: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(

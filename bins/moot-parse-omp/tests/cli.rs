@@ -5,7 +5,9 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use moot::testkit::{args, case, run, run_in, spawn_piped, text_answer, text_failure};
+use moot::testkit::{
+    args, case, run, run_plain_in, spawn_piped, text_answer, text_failure, text_failure_starts_with,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_moot-parse-omp");
 
@@ -35,8 +37,12 @@ fn text_mode_failure_prints_nothing_and_one_line() {
 
 #[test]
 fn multi_line_provider_errors_stay_on_one_stderr_line() {
-    let stderr = text_failure(BIN, "omp", "real-error", &[]);
-    assert!(stderr.starts_with("moot-parse-omp: retry_exhausted: omp gave up retrying"));
+    text_failure_starts_with(
+        BIN,
+        "omp",
+        "real-error",
+        "moot-parse-omp: retry_exhausted: omp gave up retrying",
+    );
 }
 
 /// omp's agent_end re-serialises the transcript: multi-MiB lines are real and must parse.
@@ -218,12 +224,7 @@ fn cleanup_removes_the_scratch_directory_after_reading_the_status_file() {
 fn cleanup_refuses_the_working_directory() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("keep.txt"), "mine").unwrap();
-    let out = run_in(
-        BIN,
-        &args(&["--cleanup", "."]),
-        &case("omp", "real-plain"),
-        Some(dir.path()),
-    );
+    let out = run_plain_in(BIN, "omp", &["--cleanup", "."], dir.path());
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not an absolute path"));
     assert!(dir.path().join("keep.txt").exists());

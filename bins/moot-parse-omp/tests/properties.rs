@@ -129,22 +129,25 @@ proptest! {
     }
 }
 
+/// The dialect's own vocabulary, and fragments of its JSON, for [`json_value`]'s strings.
+const DIALECT_WORDS: &[&str] = &[
+    "message_end",
+    "assistant",
+    "agent_end",
+    "type",
+    "role",
+    "{\"type\":\"message_end\"",
+    "\"role\":\"assistant\"",
+    "}{",
+    "\\",
+    "\u{2028}",
+    "",
+];
+
 /// A JSON value of bounded depth whose strings include the dialect's own vocabulary, so an
 /// unknown event can carry what looks like a message_end or an assistant role inside it.
 fn json_value() -> impl Strategy<Value = Value> {
-    let word = select(vec![
-        "message_end",
-        "assistant",
-        "agent_end",
-        "type",
-        "role",
-        "{\"type\":\"message_end\"",
-        "\"role\":\"assistant\"",
-        "}{",
-        "\\",
-        "\u{2028}",
-        "",
-    ]);
+    let word = select(DIALECT_WORDS);
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),

@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use moot::testkit::{args, run, text_answer, text_failure};
+use moot::testkit::{args, run, text_answer, text_failure, text_failure_starts_with};
 
 const BIN: &str = env!("CARGO_BIN_EXE_moot-parse-pi");
 
@@ -34,10 +34,11 @@ fn text_fails_a_terminal_provider_error_that_exited_0() {
 /// adapter and a cut sentence handed over as the answer.
 #[test]
 fn text_fails_a_dropped_stream() {
-    let stderr = text_failure(BIN, "pi", "real-drop", &[]);
-    assert!(
-        stderr.starts_with("moot-parse-pi: truncated: TRUNCATED: pi's final assistant message stopped on \"stop\" but reports zero token usage"),
-        "{stderr}"
+    text_failure_starts_with(
+        BIN,
+        "pi",
+        "real-drop",
+        "moot-parse-pi: truncated: TRUNCATED: pi's final assistant message stopped on \"stop\" but reports zero token usage",
     );
 }
 

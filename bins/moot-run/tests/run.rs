@@ -39,6 +39,13 @@ fn assert_stderr_has(out: &Output, part: &str) {
     assert!(stderr(out).contains(part), "{}", stderr(out));
 }
 
+/// `moot-run <flag> <path> <rest>...`: a flag that takes a path, then the rest of the line.
+fn moot_run_at(flag: &str, path: &Path, rest: &[&str]) -> Command {
+    let mut args = vec![flag, path.to_str().unwrap()];
+    args.extend(rest);
+    moot_run(&args)
+}
+
 /// A script named `agent` holding `text` with permission bits `mode`, in a fresh directory
 /// (returned with it, and removed when that is dropped).
 fn agent(text: &str, mode: u32) -> (tempfile::TempDir, PathBuf) {
@@ -221,13 +228,11 @@ fn an_existing_transcript_is_truncated_and_narrowed_to_0600() {
     let dir = tempfile::tempdir().unwrap();
     let transcript = dir.path().join("t");
     write_with_mode(&transcript, "old contents that are longer", 0o644);
-    let out = output(moot_run(&[
+    let out = output(moot_run_at(
         "--transcript",
-        transcript.to_str().unwrap(),
-        "--",
-        "echo",
-        "new",
-    ]));
+        &transcript,
+        &["--", "echo", "new"],
+    ));
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(fs::read_to_string(&transcript).unwrap(), "new\n");
     let mode = mode(&transcript);
@@ -298,11 +303,9 @@ fn output_printed_before_a_kill_is_in_the_transcript() {
 
 #[test]
 fn stdout_streams_while_the_command_runs_and_signals_reach_its_group() {
-    for (sig, name) in [
-        (Signal::SIGTERM, "TERM"),
-        (Signal::SIGINT, "INT"),
-        (Signal::SIGHUP, "HUP"),
-    ] {
+    for sig in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+        // The shell's trap names a signal without its SIG prefix: TERM, INT, HUP.
+        let name = sig.as_str().trim_start_matches("SIG");
         let script =
             format!("trap 'echo got {name}; exit 7' {name}; echo $$; while :; do sleep 0.1; done");
         let mut child = spawn_with_default_signals(&["--", "sh", "-c", &script]);
@@ -472,13 +475,8 @@ fn a_missing_binary_exits_127_naming_it_and_the_path_searched() {
     let dir = tempfile::tempdir().unwrap();
     let status = dir.path().join("s.json");
     let out = output(
-        moot_run(&[
-            "--status-file",
-            status.to_str().unwrap(),
-            "--",
-            "no-such-agent-cli",
-        ])
-        .env("PATH", "/nonexistent/a:/nonexistent/b"),
+        moot_run_at("--status-file", &status, &["--", "no-such-agent-cli"])
+            .env("PATH", "/nonexistent/a:/nonexistent/b"),
     );
     assert_eq!(out.status.code(), Some(127));
     assert_eq!(
@@ -547,16 +545,10 @@ fn the_status_file_exists_when_stdout_ends() {
     let dir = tempfile::tempdir().unwrap();
     for round in 0..20 {
         let status = dir.path().join(format!("s{round}.json"));
-        let mut child = moot_run(&[
-            "--status-file",
-            status.to_str().unwrap(),
-            "--",
-            "echo",
-            "answer",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+        let mut child = moot_run_at("--status-file", &status, &["--", "echo", "answer"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
         let mut stdout = String::new();
         child
             .stdout
@@ -620,15 +612,11 @@ fn stdout_held_open_by_a_process_that_left_the_group_does_not_hang_moot_run() {
 fn a_closed_stdout_still_leaves_a_complete_transcript() {
     let dir = tempfile::tempdir().unwrap();
     let transcript = dir.path().join("t");
-    let mut child = moot_run(&[
+    let mut child = moot_run_at(
         "--transcript",
-        transcript.to_str().unwrap(),
-        "--",
-        "head",
-        "-c",
-        "1048576",
-        "/dev/zero",
-    ])
+        &transcript,
+        &["--", "head", "-c", "1048576", "/dev/zero"],
+    )
     .stdout(Stdio::piped())
     .stderr(Stdio::piped())
     .spawn()
@@ -855,12 +843,7 @@ fn cleanup_removes_the_staged_directory_on_every_path() {
 fn cleanup_of_a_directory_never_created_is_not_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let never = dir.path().join("stage");
-    let out = output(moot_run(&[
-        "--cleanup",
-        never.to_str().unwrap(),
-        "--",
-        "true",
-    ]));
+    let out = output(moot_run_at("--cleanup", &never, &["--", "true"]));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).is_empty());
 }
@@ -870,12 +853,7 @@ fn cleanup_refuses_what_is_not_a_directory() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("file");
     fs::write(&file, "keep me").unwrap();
-    let out = output(moot_run(&[
-        "--cleanup",
-        file.to_str().unwrap(),
-        "--",
-        "true",
-    ]));
+    let out = output(moot_run_at("--cleanup", &file, &["--", "true"]));
     assert_eq!(out.status.code(), Some(125));
     assert_eq!(
         stderr(&out),
@@ -950,12 +928,7 @@ fn cleanup_never_removes_what_moot_did_not_create() {
     }
     let private = proj.join("sub");
     fs::set_permissions(&private, fs::Permissions::from_mode(0o700)).unwrap();
-    let out = output(moot_run(&[
-        "--cleanup",
-        private.to_str().unwrap(),
-        "--",
-        "true",
-    ]));
+    let out = output(moot_run_at("--cleanup", &private, &["--", "true"]));
     assert_stderr_has(&out, "no .moot-scratch marker");
     assert_project_intact(&proj);
 }
@@ -964,14 +937,11 @@ fn cleanup_never_removes_what_moot_did_not_create() {
 fn a_usage_error_still_removes_the_staged_prompt() {
     let dir = tempfile::tempdir().unwrap();
     let stage = moot::testkit::scratch_dir(dir.path(), "stage");
-    let out = output(moot_run(&[
+    let out = output(moot_run_at(
         "--cleanup",
-        stage.to_str().unwrap(),
-        "--deadline",
-        "soon",
-        "--",
-        "true",
-    ]));
+        &stage,
+        &["--deadline", "soon", "--", "true"],
+    ));
     assert_eq!(out.status.code(), Some(125));
     assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
     assert!(!stage.exists(), "the staged prompt outlived a usage error");
@@ -1070,12 +1040,7 @@ fn cleanup_removes_nothing_through_a_bind_mount() {
         .status()
         .unwrap();
     assert!(mounted.success(), "mount --bind failed");
-    let out = output(moot_run(&[
-        "--cleanup",
-        scratch.to_str().unwrap(),
-        "--",
-        "true",
-    ]));
+    let out = output(moot_run_at("--cleanup", &scratch, &["--", "true"]));
     assert_eq!(out.status.code(), Some(125));
     assert_stderr_has(&out, "is a mount point");
     assert_eq!(
@@ -1106,7 +1071,7 @@ fn cleanup_of_a_tree_it_cannot_empty_removes_nothing() {
         }
     }
     fs::set_permissions(scratch.join("nested"), fs::Permissions::from_mode(0o500)).unwrap();
-    let mut command = moot_run(&["--cleanup", scratch.to_str().unwrap(), "--", "true"]);
+    let mut command = moot_run_at("--cleanup", &scratch, &["--", "true"]);
     if as_nobody {
         command.uid(65534).gid(65534);
     }

@@ -70,6 +70,20 @@ struct Tree {
     secret: PathBuf,
 }
 
+impl Tree {
+    /// Runs `sh -c TEMPLATE` in the sandbox under `flags`, with `{ws}`, `{out}` and `{secret}` in
+    /// `template` replaced by this tree's paths.
+    fn sh(&self, flags: &[&str], template: &str) -> Output {
+        let script = template
+            .replace("{ws}", path(&self.ws))
+            .replace("{out}", path(&self.outside))
+            .replace("{secret}", path(&self.secret));
+        let mut args = flags.to_vec();
+        args.extend(["--", "sh", "-c", &script]);
+        sandbox(&args)
+    }
+}
+
 fn tree() -> Tree {
     let root = tempfile::tempdir().unwrap();
     let ws = root.path().join("ws");
@@ -84,6 +98,11 @@ fn tree() -> Tree {
         outside,
         secret,
     }
+}
+
+/// A fresh [`tree`] when the kernel has Landlock ABI `needed`; `None`, noted as a skip, when not.
+fn landlock_tree(needed: i64, test: &str) -> Option<Tree> {
+    kernel_has(needed, test).then(tree)
 }
 
 #[test]
@@ -116,17 +135,13 @@ fn check_reports_the_kernel_and_a_real_probe() {
 
 #[test]
 fn writes_succeed_inside_rw_and_fail_with_eacces_outside() {
-    if !kernel_has(1, "writes_succeed_inside_rw_and_fail_with_eacces_outside") {
+    let Some(t) = landlock_tree(1, "writes_succeed_inside_rw_and_fail_with_eacces_outside") else {
         return;
-    }
-    let t = tree();
-    let script = format!(
+    };
+    let out = t.sh(
+        &["--rw", path(&t.ws)],
         "echo in > {ws}/made; echo out > {out}/made; rm {secret}; echo tail >> {secret}",
-        ws = path(&t.ws),
-        out = path(&t.outside),
-        secret = path(&t.secret)
     );
-    let out = sandbox(&["--rw", path(&t.ws), "--", "sh", "-c", &script]);
     assert_eq!(fs::read_to_string(t.ws.join("made")).unwrap(), "in\n");
     assert!(
         !t.outside.join("made").exists(),
@@ -144,13 +159,12 @@ fn writes_succeed_inside_rw_and_fail_with_eacces_outside() {
 
 #[test]
 fn ro_paths_can_be_read_but_not_written_truncated_or_executed() {
-    if !kernel_has(
+    let Some(t) = landlock_tree(
         3,
         "ro_paths_can_be_read_but_not_written_truncated_or_executed",
-    ) {
+    ) else {
         return;
-    }
-    let t = tree();
+    };
     let tool = t.outside.join("tool");
     fs::copy("/bin/true", &tool).unwrap();
     let script = format!(
@@ -183,10 +197,9 @@ fn ro_paths_can_be_read_but_not_written_truncated_or_executed() {
 
 #[test]
 fn reads_outside_every_rule_fail() {
-    if !kernel_has(1, "reads_outside_every_rule_fail") {
+    let Some(t) = landlock_tree(1, "reads_outside_every_rule_fail") else {
         return;
-    }
-    let t = tree();
+    };
     let denied = sandbox(&["--rw", path(&t.ws), "--", "cat", path(&t.secret)]);
     assert_eq!(denied.status.code(), Some(1));
     assert_eq!(stdout(&denied), "");
@@ -204,10 +217,9 @@ fn reads_outside_every_rule_fail() {
 
 #[test]
 fn executing_outside_rx_fails() {
-    if !kernel_has(1, "executing_outside_rx_fails") {
+    let Some(t) = landlock_tree(1, "executing_outside_rx_fails") else {
         return;
-    }
-    let t = tree();
+    };
     let bin = t.ws.join("bin");
     fs::create_dir(&bin).unwrap();
     let tool = bin.join("tool");
@@ -313,10 +325,9 @@ fn devices_are_usable_by_default_and_tmp_is_not_granted() {
 
 #[test]
 fn atomic_replace_and_rename_across_writable_roots_work() {
-    if !kernel_has(2, "atomic_replace_and_rename_across_writable_roots_work") {
+    let Some(t) = landlock_tree(2, "atomic_replace_and_rename_across_writable_roots_work") else {
         return;
-    }
-    let t = tree();
+    };
     let other = t.ws.parent().unwrap().join("other");
     fs::create_dir(&other).unwrap();
     let script = format!(
@@ -336,12 +347,7 @@ fn atomic_replace_and_rename_across_writable_roots_work() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(fs::read_to_string(other.join("f")).unwrap(), "v2\n");
-    let escape = format!(
-        "mv {ws}/d {out}/d",
-        ws = path(&t.ws),
-        out = path(&t.outside)
-    );
-    let denied = sandbox(&["--rw", path(&t.ws), "--", "sh", "-c", &escape]);
+    let denied = t.sh(&["--rw", path(&t.ws)], "mv {ws}/d {out}/d");
     assert_ne!(denied.status.code(), Some(0));
     assert!(t.ws.join("d").exists());
 }
@@ -384,13 +390,19 @@ fn node() -> Option<PathBuf> {
         .split(':')
         .map(|dir| Path::new(dir).join("node"))
         .find(|candidate| candidate.is_file());
-    if node.is_none() {
-        moot::testkit::skip(
-            "node",
-            "node is not installed; these tests run a real node under the sandbox",
-        );
+    found_or_skip(
+        node,
+        "node",
+        "node is not installed; these tests run a real node under the sandbox",
+    )
+}
+
+/// `found`, or `None` with a loud note that `tool` is missing and `why` the test needs it.
+fn found_or_skip<T>(found: Option<T>, tool: &str, why: &str) -> Option<T> {
+    if found.is_none() {
+        moot::testkit::skip(tool, why);
     }
-    node
+    found
 }
 
 #[test]
@@ -473,13 +485,11 @@ fn python3() -> Option<(String, String)> {
             let mut lines = text.lines().map(str::to_string);
             Some((lines.next()?, lines.next()?))
         });
-    if found.is_none() {
-        moot::testkit::skip(
-            "python3",
-            "python3 is not installed; it connects to the abstract socket",
-        );
-    }
-    found
+    found_or_skip(
+        found,
+        "python3",
+        "python3 is not installed; it connects to the abstract socket",
+    )
 }
 
 #[test]
@@ -645,16 +655,13 @@ fn best_effort_on_a_kernel_that_enforces_everything_says_nothing() {
 
 #[test]
 fn the_sandbox_outlives_exec_into_every_descendant() {
-    if !kernel_has(1, "the_sandbox_outlives_exec_into_every_descendant") {
+    let Some(t) = landlock_tree(1, "the_sandbox_outlives_exec_into_every_descendant") else {
         return;
-    }
-    let t = tree();
-    let script = format!(
+    };
+    let out = t.sh(
+        &[],
         "sh -c 'sh -c \"echo deep > {out}/deep\"'; cat {secret}",
-        out = path(&t.outside),
-        secret = path(&t.secret)
     );
-    let out = sandbox(&["--", "sh", "-c", &script]);
     assert!(!t.outside.join("deep").exists());
     assert_eq!(stdout(&out), "");
     let mut errors = String::new();
