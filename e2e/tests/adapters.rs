@@ -28,6 +28,20 @@ impl Stubs {
         }
     }
 
+    /// A fresh set with `name` installed, replaying `capture` and exiting 0.
+    fn with(name: &str, capture: &str) -> Self {
+        let stubs = Stubs::new();
+        stubs.install(name, capture, 0);
+        stubs
+    }
+
+    /// Writes `text` to a system prompt file beside the stubs; returns its path.
+    fn system_prompt(&self, text: &str) -> PathBuf {
+        let system = self.path("system.md");
+        fs::write(&system, text).unwrap();
+        system
+    }
+
     /// Installs `name` replaying `capture` (relative to testdata/) and exiting with `exit`.
     fn install(&self, name: &str, capture: &str, exit: i32) -> &Self {
         let stub = self.path(name);
@@ -50,6 +64,11 @@ impl Stubs {
         )
         .unwrap();
         self
+    }
+
+    /// The sandbox flag granting the stubs' directory read-write (`MOOT_SANDBOX_FLAGS`).
+    fn rw_grant(&self) -> String {
+        format!("--rw {}", self.dir.path().display())
     }
 
     fn path(&self, file: &str) -> PathBuf {
@@ -164,13 +183,23 @@ fn assert_answered(out: &Output, expected_envelope: &str) {
     assert_eq!(text(&out.stdout), answer_of(expected_envelope));
 }
 
+/// [`adapter`], checked to have answered as `expected_envelope` (relative to testdata/) says.
+fn adapter_answered(
+    runtime: &str,
+    stubs: &Stubs,
+    env: &[(&str, &str)],
+    expected_envelope: &str,
+) -> Output {
+    let out = adapter(runtime, stubs, env);
+    assert_answered(&out, expected_envelope);
+    out
+}
+
 #[test]
 fn omp_answers_with_the_final_text_only() {
-    let stubs = Stubs::new();
-    stubs.install("omp", "omp/real-plain.ndjson", 0);
-    let system = stubs.path("system.md");
-    fs::write(&system, "be brief").unwrap();
-    let out = adapter(
+    let stubs = Stubs::with("omp", "omp/real-plain.ndjson");
+    let system = stubs.system_prompt("be brief");
+    let out = adapter_answered(
         "omp",
         &stubs,
         &[
@@ -181,8 +210,8 @@ fn omp_answers_with_the_final_text_only() {
             ("MOSAIC_SYSTEM_PROMPT_FILE", system.to_str().unwrap()),
             ("ANTHROPIC_API_KEY", "sk-secret-never-printed"),
         ],
+        "omp/real-plain.json",
     );
-    assert_answered(&out, "omp/real-plain.json");
     assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
     assert_eq!(
         stubs.argv("omp").unwrap(),
@@ -256,12 +285,11 @@ fn failed_runs_print_nothing_and_one_line() {
 /// yolo (its write mode would refuse bash headless), declared widened.
 #[test]
 fn omp_in_a_workspace_runs_confined_with_write_policy() {
-    let stubs = Stubs::new();
-    stubs.install("omp", "omp/real-tool.ndjson", 0);
+    let stubs = Stubs::with("omp", "omp/real-tool.ndjson");
     let workspace = tempfile::tempdir().unwrap();
     let ws = workspace.path().to_str().unwrap();
-    let grant = format!("--rw {}", stubs.dir.path().display());
-    let out = adapter(
+    let grant = stubs.rw_grant();
+    adapter_answered(
         "omp",
         &stubs,
         &[
@@ -269,8 +297,8 @@ fn omp_in_a_workspace_runs_confined_with_write_policy() {
             ("MOSAIC_WORKSPACE", ws),
             ("MOOT_SANDBOX_FLAGS", &grant),
         ],
+        "omp/real-tool.json",
     );
-    assert_answered(&out, "omp/real-tool.json");
     assert_eq!(
         stubs.argv("omp").unwrap(),
         [
@@ -288,31 +316,29 @@ fn omp_in_a_workspace_runs_confined_with_write_policy() {
 
 #[test]
 fn omp_oversize_request_is_staged_and_removed() {
-    let stubs = Stubs::new();
-    stubs.install("omp", "omp/real-plain.ndjson", 0);
+    let stubs = Stubs::with("omp", "omp/real-plain.ndjson");
     let request = "x".repeat(120 * 1024); // an environment string is capped at 128 KiB
-    let out = adapter("omp", &stubs, &[("MOSAIC_REQUEST", &request)]);
-    assert_answered(&out, "omp/real-plain.json");
+    adapter_answered(
+        "omp",
+        &stubs,
+        &[("MOSAIC_REQUEST", &request)],
+        "omp/real-plain.json",
+    );
     let argv = stubs.argv("omp").unwrap();
     assert!(argv.iter().all(|a| a.len() < 1024), "a large argv element");
-    let attachment = argv.iter().find(|a| a.starts_with('@')).expect("an @file");
+    let attachment = assert_attachment_removed(&argv);
     assert!(attachment.ends_with("/prompt.md"));
-    assert!(
-        !Path::new(&attachment[1..]).exists(),
-        "the staged prompt was not removed"
-    );
 }
 
 /// Staged and confined at once: the sandbox lets the CLI read the staged prompt, and the
 /// prompt is still removed when the run ends.
 #[test]
 fn omp_oversize_request_in_a_workspace_is_staged_confined_and_removed() {
-    let stubs = Stubs::new();
-    stubs.install("omp", "omp/real-plain.ndjson", 0);
+    let stubs = Stubs::with("omp", "omp/real-plain.ndjson");
     let workspace = tempfile::tempdir().unwrap();
-    let grant = format!("--rw {}", stubs.dir.path().display());
+    let grant = stubs.rw_grant();
     let request = "x".repeat(120 * 1024);
-    let out = adapter(
+    adapter_answered(
         "omp",
         &stubs,
         &[
@@ -320,20 +346,24 @@ fn omp_oversize_request_in_a_workspace_is_staged_confined_and_removed() {
             ("MOSAIC_WORKSPACE", workspace.path().to_str().unwrap()),
             ("MOOT_SANDBOX_FLAGS", &grant),
         ],
+        "omp/real-plain.json",
     );
-    assert_answered(&out, "omp/real-plain.json");
-    let argv = stubs.argv("omp").unwrap();
+    assert_attachment_removed(&stubs.argv("omp").unwrap());
+}
+
+/// The staged prompt an argv attaches (`@file`), checked to be gone now the run has ended.
+fn assert_attachment_removed(argv: &[String]) -> &str {
     let attachment = argv.iter().find(|a| a.starts_with('@')).expect("an @file");
     assert!(
         !Path::new(&attachment[1..]).exists(),
         "the staged prompt was not removed"
     );
+    attachment
 }
 
 #[test]
 fn missing_request_is_refused() {
-    let stubs = Stubs::new();
-    stubs.install("omp", "omp/real-plain.ndjson", 0);
+    let stubs = Stubs::with("omp", "omp/real-plain.ndjson");
     let out = adapter("omp", &stubs, &[]);
     assert_failed(&out, 2, "moot adapter (omp): MOSAIC_REQUEST is not set");
     assert!(stubs.argv("omp").is_none(), "the runtime must not run");
@@ -341,8 +371,7 @@ fn missing_request_is_refused() {
 
 #[test]
 fn a_refused_render_stops_before_the_runtime() {
-    let stubs = Stubs::new();
-    stubs.install("omp", "omp/real-plain.ndjson", 0);
+    let stubs = Stubs::with("omp", "omp/real-plain.ndjson");
     let out = adapter(
         "omp",
         &stubs,
@@ -354,8 +383,7 @@ fn a_refused_render_stops_before_the_runtime() {
 
 #[test]
 fn claude_needs_an_effort_and_an_absolute_executable() {
-    let stubs = Stubs::new();
-    stubs.install("claude", "claude/real-plain.ndjson", 0);
+    let stubs = Stubs::with("claude", "claude/real-plain.ndjson");
     let out = adapter("claude", &stubs, &[("MOSAIC_REQUEST", "hi")]);
     assert_failed(&out, 2, "moot adapter (claude): MOSAIC_THINKING is not set");
     let with = |bin: &str| {
@@ -385,8 +413,7 @@ fn claude_needs_an_effort_and_an_absolute_executable() {
 
 #[test]
 fn claude_runs_the_named_binary_and_resumes_only_after_success() {
-    let stubs = Stubs::new();
-    stubs.install("real-claude", "claude/real-plain.ndjson", 0);
+    let stubs = Stubs::with("real-claude", "claude/real-plain.ndjson");
     let bin = stubs.path("real-claude");
     let sessions = tempfile::tempdir().unwrap();
     let (settings, mcp) = claude_bundle(&stubs);
@@ -400,8 +427,12 @@ fn claude_runs_the_named_binary_and_resumes_only_after_success() {
             ("MOSAIC_CLAUDE_MCP_CONFIG", mcp.to_str().unwrap()),
         ]
     };
-    let first = adapter("claude", &stubs, &env("first turn"));
-    assert_answered(&first, "claude/real-plain.json");
+    adapter_answered(
+        "claude",
+        &stubs,
+        &env("first turn"),
+        "claude/real-plain.json",
+    );
     let argv = stubs.argv("real-claude").unwrap();
     // A managed session: the bundle, and nothing else loaded.
     let managed = [
@@ -461,8 +492,7 @@ fn claude_bundle(stubs: &Stubs) -> (std::path::PathBuf, std::path::PathBuf) {
 /// A managed claude session (a session directory) refuses to start without its bundle.
 #[test]
 fn a_managed_claude_session_needs_its_bundle() {
-    let stubs = Stubs::new();
-    stubs.install("claude", "claude/real-plain.ndjson", 0);
+    let stubs = Stubs::with("claude", "claude/real-plain.ndjson");
     let sessions = tempfile::tempdir().unwrap();
     let (settings, _) = claude_bundle(&stubs);
     let base = [
@@ -493,11 +523,9 @@ fn a_managed_claude_session_needs_its_bundle() {
 
 #[test]
 fn codex_folds_the_system_prompt_into_the_request() {
-    let stubs = Stubs::new();
-    stubs.install("codex", "codex/real-plain.ndjson", 0);
-    let system = stubs.path("system.md");
-    fs::write(&system, "You are the reviewer.\n").unwrap();
-    let out = adapter(
+    let stubs = Stubs::with("codex", "codex/real-plain.ndjson");
+    let system = stubs.system_prompt("You are the reviewer.\n");
+    adapter_answered(
         "codex",
         &stubs,
         &[
@@ -505,8 +533,8 @@ fn codex_folds_the_system_prompt_into_the_request() {
             ("MOSAIC_MODEL", "gpt-5.5"),
             ("MOSAIC_SYSTEM_PROMPT_FILE", system.to_str().unwrap()),
         ],
+        "codex/real-plain.json",
     );
-    assert_answered(&out, "codex/real-plain.json");
     assert_eq!(
         stubs.argv("codex").unwrap(),
         [
@@ -522,23 +550,30 @@ fn codex_folds_the_system_prompt_into_the_request() {
     );
 }
 
-#[test]
-fn opencode_qualifies_the_model_folds_the_system_prompt_and_resumes_after_success() {
-    let stubs = Stubs::new();
-    stubs.install("opencode", "opencode/real-plain.ndjson", 0);
-    let system = stubs.path("system.md");
-    fs::write(&system, "You are the reviewer.\n").unwrap();
-    let sessions = tempfile::tempdir().unwrap();
-    let env = [
-        ("MOSAIC_REQUEST", "Review the diff."),
+/// A resumable run on the fake provider's fake-model at effort high: `request`, the system
+/// prompt file `system` and the session directory `sessions`.
+fn fake_model_env<'a>(
+    request: &'a str,
+    system: &'a Path,
+    sessions: &'a Path,
+) -> [(&'static str, &'a str); 6] {
+    [
+        ("MOSAIC_REQUEST", request),
         ("MOSAIC_PROVIDER", "fake"),
         ("MOSAIC_MODEL", "fake-model"),
         ("MOSAIC_THINKING", "high"),
         ("MOSAIC_SYSTEM_PROMPT_FILE", system.to_str().unwrap()),
-        ("MOSAIC_SESSION_DIR", sessions.path().to_str().unwrap()),
-    ];
-    let first = adapter("opencode", &stubs, &env);
-    assert_answered(&first, "opencode/real-plain.json");
+        ("MOSAIC_SESSION_DIR", sessions.to_str().unwrap()),
+    ]
+}
+
+#[test]
+fn opencode_qualifies_the_model_folds_the_system_prompt_and_resumes_after_success() {
+    let stubs = Stubs::with("opencode", "opencode/real-plain.ndjson");
+    let system = stubs.system_prompt("You are the reviewer.\n");
+    let sessions = tempfile::tempdir().unwrap();
+    let env = fake_model_env("Review the diff.", &system, sessions.path());
+    adapter_answered("opencode", &stubs, &env, "opencode/real-plain.json");
     let start = [
         "run",
         "--format",
@@ -553,8 +588,7 @@ fn opencode_qualifies_the_model_folds_the_system_prompt_and_resumes_after_succes
     let prompt = "You are the reviewer.\n\n\nReview the diff.";
     let argv = stubs.argv("opencode").unwrap();
     assert_eq!(argv, [&start[..], &["--", prompt]].concat());
-    let second = adapter("opencode", &stubs, &env);
-    assert_answered(&second, "opencode/real-plain.json");
+    adapter_answered("opencode", &stubs, &env, "opencode/real-plain.json");
     let resumed = ["--session", "ses_dcd54dea7ffeO0hEFHN837861X", "--", prompt];
     assert_eq!(
         stubs.argv("opencode").unwrap(),
@@ -613,21 +647,11 @@ fn mock_echoes_its_response_verbatim() {
 
 #[test]
 fn pi_gets_its_system_prompt_and_thinking_and_resumes_after_success() {
-    let stubs = Stubs::new();
-    stubs.install("pi", "pi/real-plain.ndjson", 0);
-    let system = stubs.path("system.md");
-    fs::write(&system, "contracts").unwrap();
+    let stubs = Stubs::with("pi", "pi/real-plain.ndjson");
+    let system = stubs.system_prompt("contracts");
     let sessions = tempfile::tempdir().unwrap();
-    let env = [
-        ("MOSAIC_REQUEST", "-starts with a dash"),
-        ("MOSAIC_PROVIDER", "fake"),
-        ("MOSAIC_MODEL", "fake-model"),
-        ("MOSAIC_THINKING", "high"),
-        ("MOSAIC_SYSTEM_PROMPT_FILE", system.to_str().unwrap()),
-        ("MOSAIC_SESSION_DIR", sessions.path().to_str().unwrap()),
-    ];
-    let first = adapter("pi", &stubs, &env);
-    assert_answered(&first, "pi/real-plain.json");
+    let env = fake_model_env("-starts with a dash", &system, sessions.path());
+    adapter_answered("pi", &stubs, &env, "pi/real-plain.json");
     let argv = stubs.argv("pi").unwrap();
     assert_eq!(
         argv[..11],
@@ -650,8 +674,7 @@ fn pi_gets_its_system_prompt_and_thinking_and_resumes_after_success() {
     assert!(!argv
         .iter()
         .any(|a| a.starts_with('-') && a.contains("dash")));
-    let second = adapter("pi", &stubs, &env);
-    assert_answered(&second, "pi/real-plain.json");
+    adapter_answered("pi", &stubs, &env, "pi/real-plain.json");
     let argv = stubs.argv("pi").unwrap();
     let at = argv
         .iter()
@@ -662,9 +685,8 @@ fn pi_gets_its_system_prompt_and_thinking_and_resumes_after_success() {
 
 #[test]
 fn kimi_reads_the_session_from_the_stream_and_resumes_it() {
-    let stubs = Stubs::new();
+    let stubs = Stubs::with("kimi", "kimi/real-code-plain-with-exit.ndjson");
     stubs
-        .install("kimi", "kimi/real-code-plain-with-exit.ndjson", 0)
         .with_stderr("kimi", "kimi/real-code-plain-with-exit.stderr.txt")
         .kimi_session_store(KIMI_SESSION, "completed");
     let sessions = tempfile::tempdir().unwrap();
@@ -673,8 +695,7 @@ fn kimi_reads_the_session_from_the_stream_and_resumes_it() {
         ("MOSAIC_MODEL", "fake"),
         ("MOSAIC_SESSION_DIR", sessions.path().to_str().unwrap()),
     ];
-    let first = adapter("kimi", &stubs, &env);
-    assert_answered(&first, "kimi/real-code-plain-with-exit.json");
+    let first = adapter_answered("kimi", &stubs, &env, "kimi/real-code-plain-with-exit.json");
     assert!(first.stderr.is_empty(), "{}", text(&first.stderr));
     assert_eq!(
         stubs.argv("kimi").unwrap(),
@@ -701,10 +722,8 @@ const KIMI_SESSION: &str = "session_304a3283-8993-44b9-a4ba-f9d97dfa927f";
 #[test]
 fn kimi_fails_an_answer_its_session_store_records_as_cut() {
     for (finish, store) in [("truncated", true), ("completed", false)] {
-        let stubs = Stubs::new();
-        stubs
-            .install("kimi", "kimi/real-code-plain-with-exit.ndjson", 0)
-            .with_stderr("kimi", "kimi/real-code-plain-with-exit.stderr.txt");
+        let stubs = Stubs::with("kimi", "kimi/real-code-plain-with-exit.ndjson");
+        stubs.with_stderr("kimi", "kimi/real-code-plain-with-exit.stderr.txt");
         if store {
             stubs.kimi_session_store(KIMI_SESSION, finish);
         }
@@ -767,8 +786,7 @@ fn kimi_failure_reports_the_cli_text_verbatim() {
 
 #[test]
 fn start_prints_the_reference_and_stores_it_only_after_success() {
-    let stubs = Stubs::new();
-    stubs.install("codex", "codex/real-plain.ndjson", 0);
+    let stubs = Stubs::with("codex", "codex/real-plain.ndjson");
     let sessions = tempfile::tempdir().unwrap();
     let env = [("MOSAIC_SESSION_DIR", sessions.path().to_str().unwrap())];
     let out = adapter_verb("codex", &stubs, &["start"], &env);
@@ -807,8 +825,7 @@ fn start_prints_the_reference_and_stores_it_only_after_success() {
 
 #[test]
 fn runtimes_that_keep_no_session_start_fresh_or_not_at_all() {
-    let stubs = Stubs::new();
-    stubs.install("omp", "omp/real-plain.ndjson", 0);
+    let stubs = Stubs::with("omp", "omp/real-plain.ndjson");
     for runtime in ["omp", "mock"] {
         let out = adapter_verb(runtime, &stubs, &["start"], &[]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -893,8 +910,7 @@ fn validate_checks_a_reference_and_runs_nothing() {
 
 #[test]
 fn a_pi_turn_without_its_marker_fails() {
-    let stubs = Stubs::new();
-    stubs.install("pi", "pi/real-plain.ndjson", 0);
+    let stubs = Stubs::with("pi", "pi/real-plain.ndjson");
     let run = tempfile::tempdir().unwrap();
     let marker = run.path().join("turn.done");
     let env = [
@@ -967,7 +983,7 @@ fn a_managed_sessions_files_reach_the_cli_in_the_sandbox() {
         capture.display()
     );
     let unslop = file("unslop.jsonl");
-    let out = adapter(
+    adapter_answered(
         "omp",
         &stubs,
         &[
@@ -979,8 +995,8 @@ fn a_managed_sessions_files_reach_the_cli_in_the_sandbox() {
             ("MOSAIC_UNSLOP_LOG", unslop.to_str().unwrap()),
             ("MOSAIC_TOOL_SOCKET", socket.to_str().unwrap()),
         ],
+        "omp/real-plain.json",
     );
-    assert_answered(&out, "omp/real-plain.json");
     assert_eq!(
         fs::read_to_string(ws.join("read.txt")).unwrap(),
         "POLICYTOOLS"

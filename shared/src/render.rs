@@ -1001,6 +1001,13 @@ mod tests {
         prepare(&parse(argv), &host()).unwrap_err().to_string()
     }
 
+    /// Asserts that each `(argv, line)` case is refused with exactly that line.
+    fn refuses(cases: &[(&[&str], &str)]) {
+        for (argv, line) in cases {
+            assert_eq!(refusal(argv), *line, "{argv:?}");
+        }
+    }
+
     fn rendered(argv: &[&str]) -> Rendering {
         prepare(&parse(argv), &host()).unwrap()
     }
@@ -1055,49 +1062,52 @@ mod tests {
 
     #[test]
     fn capability_and_write_gates() {
-        assert_eq!(
-            refusal(&["omp", "--action", "produce", "--", "x"]),
-            "--action (produce): omp does not advertise it (capabilities: review, implement, ask)"
-        );
-        assert_eq!(
-            refusal(&["omp", "--action", "implement", "--", "x"]),
-            "--action (implement): the policy auto grants no writes; use --policy \
-             workspace-write or danger-full-access"
-        );
-        assert_eq!(
-            refusal(&[
-                "omp",
-                "--action",
-                "implement",
-                "--policy",
-                "read-only",
-                "--",
-                "x"
-            ]),
-            "--action (implement): the policy read-only grants no writes; use --policy \
-             workspace-write or danger-full-access"
-        );
-        assert_eq!(
-            refusal(&["omp", "--readonly-seat", "--action", "implement", "--", "x"]),
-            "--action (implement): a read-only seat grants no writes; use --policy \
-             workspace-write or danger-full-access"
-        );
-        assert_eq!(
-            refusal(&[
-                "omp",
-                "--readonly-seat",
-                "--policy",
-                "workspace-write",
-                "--",
-                "x"
-            ]),
-            "--policy (workspace-write): a read-only seat cannot carry a write-granting policy; \
-             drop --readonly-seat or the policy"
-        );
-        assert_eq!(
-            refusal(&["kimi", "--readonly-seat", "--", "x"]),
-            "--readonly-seat: kimi has no read-only-seat delivery; only omp does"
-        );
+        refuses(&[
+            (
+                &["omp", "--action", "produce", "--", "x"],
+                "--action (produce): omp does not advertise it (capabilities: review, implement, \
+                 ask)",
+            ),
+            (
+                &["omp", "--action", "implement", "--", "x"],
+                "--action (implement): the policy auto grants no writes; use --policy \
+                 workspace-write or danger-full-access",
+            ),
+            (
+                &[
+                    "omp",
+                    "--action",
+                    "implement",
+                    "--policy",
+                    "read-only",
+                    "--",
+                    "x",
+                ],
+                "--action (implement): the policy read-only grants no writes; use --policy \
+                 workspace-write or danger-full-access",
+            ),
+            (
+                &["omp", "--readonly-seat", "--action", "implement", "--", "x"],
+                "--action (implement): a read-only seat grants no writes; use --policy \
+                 workspace-write or danger-full-access",
+            ),
+            (
+                &[
+                    "omp",
+                    "--readonly-seat",
+                    "--policy",
+                    "workspace-write",
+                    "--",
+                    "x",
+                ],
+                "--policy (workspace-write): a read-only seat cannot carry a write-granting \
+                 policy; drop --readonly-seat or the policy",
+            ),
+            (
+                &["kimi", "--readonly-seat", "--", "x"],
+                "--readonly-seat: kimi has no read-only-seat delivery; only omp does",
+            ),
+        ]);
         let ok = rendered(&[
             "omp",
             "--action",
@@ -1121,14 +1131,16 @@ mod tests {
 
     #[test]
     fn plan_gates() {
-        assert_eq!(
-            refusal(&["omp", "--plan-into", "m", "--", "x"]),
-            "--plan-into (m): it names the model that executes a plan, so it requires --plan"
-        );
-        assert_eq!(
-            refusal(&["claude", "--plan", "--policy", "workspace-write", "--", "x"]),
-            "--plan: plan mode is omp's alone; claude would run it as an ordinary job"
-        );
+        refuses(&[
+            (
+                &["omp", "--plan-into", "m", "--", "x"],
+                "--plan-into (m): it names the model that executes a plan, so it requires --plan",
+            ),
+            (
+                &["claude", "--plan", "--policy", "workspace-write", "--", "x"],
+                "--plan: plan mode is omp's alone; claude would run it as an ordinary job",
+            ),
+        ]);
         for policy in ["read-only", "auto"] {
             assert_eq!(
                 refusal(&["omp", "--plan", "--policy", policy, "--", "x"]),
@@ -1145,19 +1157,21 @@ mod tests {
 
     #[test]
     fn model_values_are_one_selector() {
-        assert_eq!(
-            refusal(&["omp", "--model=--add-dir=/", "--", "x"]),
-            "--model (--add-dir=/): a model selector cannot start with '-', where it would read \
-             as a flag"
-        );
-        assert_eq!(
-            refusal(&["codex", "--model", "gpt 5", "--", "x"]),
-            "--model (gpt 5): a model selector cannot contain whitespace"
-        );
-        assert_eq!(
-            refusal(&["claude", "--model", "a\nb", "--", "x"]),
-            r"--model (a\nb): a model selector cannot contain control characters"
-        );
+        refuses(&[
+            (
+                &["omp", "--model=--add-dir=/", "--", "x"],
+                "--model (--add-dir=/): a model selector cannot start with '-', where it would \
+                 read as a flag",
+            ),
+            (
+                &["codex", "--model", "gpt 5", "--", "x"],
+                "--model (gpt 5): a model selector cannot contain whitespace",
+            ),
+            (
+                &["claude", "--model", "a\nb", "--", "x"],
+                r"--model (a\nb): a model selector cannot contain control characters",
+            ),
+        ]);
     }
 
     #[test]
@@ -1228,38 +1242,41 @@ mod tests {
 
     #[test]
     fn prompt_sources() {
-        assert_eq!(
-            refusal(&["omp"]),
-            "prompt: none given; give exactly one prompt: after --, or --prompt-file FILE, or - \
-             for stdin"
-        );
-        assert_eq!(
-            refusal(&["omp", "--prompt-file", "/etc/hostname", "--", "x"]),
-            "prompt: more than one given; give exactly one prompt: after --, or --prompt-file \
-             FILE, or - for stdin"
-        );
-        assert_eq!(
-            refusal(&["omp", "--", "a", "b"]),
-            "prompt: 2 arguments after --; quote the prompt as one argument"
-        );
-        assert_eq!(
-            refusal(&["omp", "review the PR"]),
-            "unexpected argument after RUNTIME: a prompt goes after -- (give exactly one \
-             prompt: after --, or --prompt-file FILE, or - for stdin)"
-        );
-        assert_eq!(refusal(&["omp", "--", ""]), "prompt: empty; give the task");
-        assert_eq!(
-            refusal(&["omp", "--", " \n\t"]),
-            "prompt: blank (only whitespace); give the task"
-        );
-        assert_eq!(
-            refusal(&["omp", "--health", "--", "x"]),
-            "--health: it delivers omp's own check prompt; give no prompt"
-        );
-        assert_eq!(
-            refusal(&["omp", "--prompt-file", "/no/such/file"]),
-            "--prompt-file (/no/such/file): cannot read it: No such file or directory (os error 2)"
-        );
+        refuses(&[
+            (
+                &["omp"],
+                "prompt: none given; give exactly one prompt: after --, or --prompt-file FILE, or \
+                 - for stdin",
+            ),
+            (
+                &["omp", "--prompt-file", "/etc/hostname", "--", "x"],
+                "prompt: more than one given; give exactly one prompt: after --, or --prompt-file \
+                 FILE, or - for stdin",
+            ),
+            (
+                &["omp", "--", "a", "b"],
+                "prompt: 2 arguments after --; quote the prompt as one argument",
+            ),
+            (
+                &["omp", "review the PR"],
+                "unexpected argument after RUNTIME: a prompt goes after -- (give exactly one \
+                 prompt: after --, or --prompt-file FILE, or - for stdin)",
+            ),
+            (&["omp", "--", ""], "prompt: empty; give the task"),
+            (
+                &["omp", "--", " \n\t"],
+                "prompt: blank (only whitespace); give the task",
+            ),
+            (
+                &["omp", "--health", "--", "x"],
+                "--health: it delivers omp's own check prompt; give no prompt",
+            ),
+            (
+                &["omp", "--prompt-file", "/no/such/file"],
+                "--prompt-file (/no/such/file): cannot read it: No such file or directory (os \
+                 error 2)",
+            ),
+        ]);
     }
 
     #[test]
@@ -1286,28 +1303,30 @@ mod tests {
 
     #[test]
     fn grants_and_files_must_exist() {
-        assert_eq!(
-            refusal(&["omp", "--add-dir", "/no/such/dir", "--", "x"]),
-            "--add-dir (/no/such/dir): not a directory"
-        );
-        assert_eq!(
-            refusal(&["pi", "--system-prompt-file", "/no/such", "--", "x"]),
-            "--system-prompt-file (/no/such): not a readable regular file (No such file or \
-             directory (os error 2))"
-        );
-        assert_eq!(
-            refusal(&["claude", "--system-prompt-file", "/tmp", "--", "x"]),
-            "--system-prompt-file (/tmp): not a readable regular file (not a regular file)"
-        );
-        assert_eq!(
-            refusal(&["codex", "--system-prompt-file", "/etc/hostname", "--", "x"]),
-            "--system-prompt-file (/etc/hostname): codex has no such input"
-        );
-        assert_eq!(
-            refusal(&["pi", "--extension", "/no/ext.ts", "--", "x"]),
-            "--extension (/no/ext.ts): not a readable regular file (No such file or directory \
-             (os error 2))"
-        );
+        refuses(&[
+            (
+                &["omp", "--add-dir", "/no/such/dir", "--", "x"],
+                "--add-dir (/no/such/dir): not a directory",
+            ),
+            (
+                &["pi", "--system-prompt-file", "/no/such", "--", "x"],
+                "--system-prompt-file (/no/such): not a readable regular file (No such file or \
+                 directory (os error 2))",
+            ),
+            (
+                &["claude", "--system-prompt-file", "/tmp", "--", "x"],
+                "--system-prompt-file (/tmp): not a readable regular file (not a regular file)",
+            ),
+            (
+                &["codex", "--system-prompt-file", "/etc/hostname", "--", "x"],
+                "--system-prompt-file (/etc/hostname): codex has no such input",
+            ),
+            (
+                &["pi", "--extension", "/no/ext.ts", "--", "x"],
+                "--extension (/no/ext.ts): not a readable regular file (No such file or directory \
+                 (os error 2))",
+            ),
+        ]);
         let r = rendered(&[
             "omp",
             "--add-dir",

@@ -20,6 +20,11 @@ fn read(path: &str) -> String {
     fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
+/// Whether `path` (relative to the workspace root) is a file.
+fn is_file(path: &str) -> bool {
+    root().join(path).is_file()
+}
+
 /// The dialects some runtime's output is read by.
 fn dialects() -> BTreeSet<&'static str> {
     registry::all().iter().filter_map(|m| m.parser).collect()
@@ -34,12 +39,8 @@ fn missing(meta: &Meta) -> Vec<String> {
             missing.push(what);
         }
     };
-    need(
-        root()
-            .join(format!("scripts/adapters/{name}/adapter.sh"))
-            .is_file(),
-        format!("scripts/adapters/{name}/adapter.sh"),
-    );
+    let adapter = format!("scripts/adapters/{name}/adapter.sh");
+    need(is_file(&adapter), adapter);
     let row = format!("\n.TP\n.B {}\n", name.replace('-', "\\-"));
     need(
         read("man/moot.7").contains(&row),
@@ -48,13 +49,11 @@ fn missing(meta: &Meta) -> Vec<String> {
     if let Some(dialect) = meta.parser {
         let tool = format!("moot-parse-{dialect}");
         need(
-            root().join(format!("bins/{tool}/src/main.rs")).is_file(),
+            is_file(&format!("bins/{tool}/src/main.rs")),
             format!("bins/{tool}/"),
         );
-        need(
-            root().join(format!("man/{tool}.1")).is_file(),
-            format!("man/{tool}.1"),
-        );
+        let page = format!("man/{tool}.1");
+        need(is_file(&page), page);
         let goldens = fs::read_dir(root().join("testdata").join(dialect))
             .map(|dir| {
                 dir.filter(|e| {
@@ -71,9 +70,7 @@ fn missing(meta: &Meta) -> Vec<String> {
         );
         need(
             read("fuzz/Cargo.toml").contains(&format!("name = \"parse_{dialect}\""))
-                && root()
-                    .join(format!("fuzz/fuzz_targets/parse_{dialect}.rs"))
-                    .is_file(),
+                && is_file(&format!("fuzz/fuzz_targets/parse_{dialect}.rs")),
             format!("the fuzz target parse_{dialect}"),
         );
         let setup = format!("setup_{}() {{", name.replace('-', "_"));

@@ -8,7 +8,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
-use common::Env;
+use common::{Env, Outcome};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -35,10 +35,25 @@ fn with_prompt<'a>(head: &[&'a str], tail: &[&'a str]) -> Vec<&'a str> {
     head.iter().chain(tail).copied().collect()
 }
 
+/// Runs [`OMP_JOB`] with `tail` (the format flags and the prompt) after it.
+fn run_omp_job(env: &Env, tail: &[&str]) -> Outcome {
+    env.run(&with_prompt(OMP_JOB, tail))
+}
+
+/// The `argv` of a `--format json` rendering, as strings.
+fn json_argv(json: &serde_json::Value) -> Vec<&str> {
+    json["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect()
+}
+
 #[test]
 fn nul_is_the_default_and_terminates_every_element() {
     let env = Env::new();
-    let out = env.run(&with_prompt(OMP_JOB, &["--", "Fix the bug\nin 'parser'"]));
+    let out = run_omp_job(&env, &["--", "Fix the bug\nin 'parser'"]);
     let expected: Vec<u8> = [
         "omp",
         "-p",
@@ -59,20 +74,14 @@ fn nul_is_the_default_and_terminates_every_element() {
     .collect();
     assert_eq!(out.stdout, expected);
     assert_eq!(out.stderr, OMP_WRITE_WARNING);
-    let explicit = env.run(&with_prompt(
-        OMP_JOB,
-        &["--format", "nul", "--", "Fix the bug\nin 'parser'"],
-    ));
+    let explicit = run_omp_job(&env, &["--format", "nul", "--", "Fix the bug\nin 'parser'"]);
     assert_eq!(explicit.stdout, out.stdout);
 }
 
 #[test]
 fn sh_is_one_quoted_line() {
     let env = Env::new();
-    let out = env.run(&with_prompt(
-        OMP_JOB,
-        &["--format", "sh", "--", "it's a\ntest"],
-    ));
+    let out = run_omp_job(&env, &["--format", "sh", "--", "it's a\ntest"]);
     assert_eq!(out.code, 0);
     assert_eq!(
         out.stdout_text(),
@@ -85,15 +94,15 @@ fn sh_is_one_quoted_line() {
         .arg(format!("printf '%s\\0' {}", out.stdout_text().trim_end()))
         .output()
         .unwrap();
-    let nul = env.run(&with_prompt(OMP_JOB, &["--", "it's a\ntest"]));
+    let nul = run_omp_job(&env, &["--", "it's a\ntest"]);
     assert_eq!(echoed.stdout, nul.stdout);
 }
 
 #[test]
 fn json_carries_argv_policy_plan_and_warnings() {
     let env = Env::new();
-    let out = env.run(&with_prompt(
-        OMP_JOB,
+    let out = run_omp_job(
+        &env,
         &[
             "--plan",
             "--effort",
@@ -103,7 +112,7 @@ fn json_carries_argv_policy_plan_and_warnings() {
             "--",
             "Plan it",
         ],
-    ));
+    );
     assert_eq!(
         out.json(),
         json!({
@@ -134,10 +143,10 @@ fn json_carries_argv_policy_plan_and_warnings() {
         )
     );
     for format in ["nul", "sh"] {
-        let other = env.run(&with_prompt(
-            OMP_JOB,
+        let other = run_omp_job(
+            &env,
             &["--effort", "ludicrous", "--format", format, "--", "x"],
-        ));
+        );
         assert_eq!(other.code, 0);
         assert_eq!(other.stderr, out.stderr);
     }
@@ -189,12 +198,7 @@ fn a_seat_turns_each_clis_own_confinement_off() {
             json!({"value": "workspace-write", "declared": "widened", "enforced_by": "moot-sandbox"}),
             "{runtime}"
         );
-        let argv: Vec<&str> = json["argv"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a.as_str().unwrap())
-            .collect();
+        let argv = json_argv(&json);
         assert!(argv.contains(&flag), "{runtime}: {argv:?}");
         assert!(
             !argv.contains(&"--sandbox") && !argv.contains(&"--permission-mode"),
@@ -235,12 +239,7 @@ fn claude_reports_the_session_it_starts() {
         .run(&["claude", "--format", "json", "--", "Initialize"])
         .json();
     let id = json["session_id"].as_str().unwrap().to_string();
-    let argv: Vec<&str> = json["argv"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
+    let argv = json_argv(&json);
     assert_eq!(
         argv,
         [

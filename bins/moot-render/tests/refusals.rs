@@ -20,6 +20,13 @@ fn refused(env: &Env, args: &[&str], line: &str) {
     );
 }
 
+/// [`refused`] for each `(args, line)` case in turn, on the same `env`.
+fn refused_each(env: &Env, cases: &[(&[&str], &str)]) {
+    for (args, line) in cases {
+        refused(env, args, line);
+    }
+}
+
 const UUID: &str = "0f8c1c3e-9a4b-4c1d-8e2f-123456789abc";
 
 #[test]
@@ -97,23 +104,26 @@ fn implement_on_a_seat_that_cannot_write() {
 #[test]
 fn read_only_seats() {
     let env = Env::new();
-    refused(
-        &env,
-        &["codex", "--readonly-seat", "--", "x"],
-        "--readonly-seat: codex has no read-only-seat delivery; only omp does",
-    );
-    refused(
+    refused_each(
         &env,
         &[
-            "omp",
-            "--readonly-seat",
-            "--policy",
-            "danger-full-access",
-            "--",
-            "x",
+            (
+                &["codex", "--readonly-seat", "--", "x"],
+                "--readonly-seat: codex has no read-only-seat delivery; only omp does",
+            ),
+            (
+                &[
+                    "omp",
+                    "--readonly-seat",
+                    "--policy",
+                    "danger-full-access",
+                    "--",
+                    "x",
+                ],
+                "--policy (danger-full-access): a read-only seat cannot carry a write-granting \
+                 policy; drop --readonly-seat or the policy",
+            ),
         ],
-        "--policy (danger-full-access): a read-only seat cannot carry a write-granting policy; \
-         drop --readonly-seat or the policy",
     );
 }
 
@@ -127,30 +137,33 @@ fn plan_requests() {
             &format!("--plan: plan mode is omp's alone; {runtime} would run it as an ordinary job"),
         );
     }
-    refused(
+    refused_each(
         &env,
-        &["omp", "--plan", "--policy", "read-only", "--", "x"],
-        "--plan: a plan ends in an implementation phase, so it needs a write-granting policy, \
-         and the policy read-only grants no writes; use --policy workspace-write or \
-         danger-full-access",
-    );
-    refused(
-        &env,
-        &["omp", "--plan", "--", "x"],
-        "--plan: a plan ends in an implementation phase, so it needs a write-granting policy, \
-         and the policy auto grants no writes; use --policy workspace-write or danger-full-access",
-    );
-    refused(
-        &env,
-        &["omp", "--plan", "--readonly-seat", "--", "x"],
-        "--plan: a plan ends in an implementation phase, so it needs a write-granting policy, \
-         and a read-only seat grants no writes; use --policy workspace-write or danger-full-access",
-    );
-    refused(
-        &env,
-        &["omp", "--plan-into", "anthropic/claude-haiku-4", "--", "x"],
-        "--plan-into (anthropic/claude-haiku-4): it names the model that executes a plan, so it \
-         requires --plan",
+        &[
+            (
+                &["omp", "--plan", "--policy", "read-only", "--", "x"],
+                "--plan: a plan ends in an implementation phase, so it needs a write-granting \
+                 policy, and the policy read-only grants no writes; use --policy workspace-write \
+                 or danger-full-access",
+            ),
+            (
+                &["omp", "--plan", "--", "x"],
+                "--plan: a plan ends in an implementation phase, so it needs a write-granting \
+                 policy, and the policy auto grants no writes; use --policy workspace-write or \
+                 danger-full-access",
+            ),
+            (
+                &["omp", "--plan", "--readonly-seat", "--", "x"],
+                "--plan: a plan ends in an implementation phase, so it needs a write-granting \
+                 policy, and a read-only seat grants no writes; use --policy workspace-write or \
+                 danger-full-access",
+            ),
+            (
+                &["omp", "--plan-into", "anthropic/claude-haiku-4", "--", "x"],
+                "--plan-into (anthropic/claude-haiku-4): it names the model that executes a plan, \
+                 so it requires --plan",
+            ),
+        ],
     );
 }
 
@@ -252,21 +265,24 @@ fn effort_outside_claude_levels() {
 #[test]
 fn files_that_must_exist() {
     let env = Env::new();
-    refused(
+    refused_each(
         &env,
-        &["pi", "--system-prompt-file", "missing.md", "--", "x"],
-        "--system-prompt-file (missing.md): not a readable regular file (No such file or \
-         directory (os error 2))",
-    );
-    refused(
-        &env,
-        &["claude", "--system-prompt-file", ".", "--", "x"],
-        "--system-prompt-file (.): not a readable regular file (not a regular file)",
-    );
-    refused(
-        &env,
-        &["pi", "--extension", "gate.ts", "--", "x"],
-        "--extension (gate.ts): not a readable regular file (No such file or directory (os error 2))",
+        &[
+            (
+                &["pi", "--system-prompt-file", "missing.md", "--", "x"],
+                "--system-prompt-file (missing.md): not a readable regular file (No such file or \
+                 directory (os error 2))",
+            ),
+            (
+                &["claude", "--system-prompt-file", ".", "--", "x"],
+                "--system-prompt-file (.): not a readable regular file (not a regular file)",
+            ),
+            (
+                &["pi", "--extension", "gate.ts", "--", "x"],
+                "--extension (gate.ts): not a readable regular file (No such file or directory (os \
+                 error 2))",
+            ),
+        ],
     );
     // A FIFO is refused without being opened (opening it would wait for a writer).
     nix::unistd::mkfifo(&env.work().join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
@@ -276,20 +292,22 @@ fn files_that_must_exist() {
         "--system-prompt-file (fifo): not a readable regular file (not a regular file)",
     );
     fs::write(env.work().join("prompt.md"), "be terse").unwrap();
-    refused(
+    refused_each(
         &env,
-        &["codex", "--system-prompt-file", "prompt.md", "--", "x"],
-        "--system-prompt-file (prompt.md): codex has no such input",
-    );
-    refused(
-        &env,
-        &["omp", "--add-dir", "nowhere", "--", "x"],
-        "--add-dir (nowhere): not a directory",
-    );
-    refused(
-        &env,
-        &["omp", "--prompt-file", "job.md"],
-        "--prompt-file (job.md): cannot read it: No such file or directory (os error 2)",
+        &[
+            (
+                &["codex", "--system-prompt-file", "prompt.md", "--", "x"],
+                "--system-prompt-file (prompt.md): codex has no such input",
+            ),
+            (
+                &["omp", "--add-dir", "nowhere", "--", "x"],
+                "--add-dir (nowhere): not a directory",
+            ),
+            (
+                &["omp", "--prompt-file", "job.md"],
+                "--prompt-file (job.md): cannot read it: No such file or directory (os error 2)",
+            ),
+        ],
     );
     // The same files, present, are taken (as absolute paths).
     let out = env.run(&["pi", "--system-prompt-file", "prompt.md", "--", "x"]);
@@ -352,27 +370,28 @@ fn prompt_text_problems_never_quote_the_prompt() {
 fn prompt_source_mistakes() {
     let env = Env::new();
     let usage = "give exactly one prompt: after --, or --prompt-file FILE, or - for stdin";
-    refused(&env, &["omp"], &format!("prompt: none given; {usage}"));
-    refused(
+    refused_each(
         &env,
-        &["omp", "-", "--", "x"],
-        &format!("prompt: more than one given; {usage}"),
-    );
-    refused(
-        &env,
-        &["omp", "--", "review", "this"],
-        "prompt: 2 arguments after --; quote the prompt as one argument",
-    );
-    // A prompt given without `--` is not echoed back.
-    refused(
-        &env,
-        &["omp", "review my secret plan"],
-        &format!("unexpected argument after RUNTIME: a prompt goes after -- ({usage})"),
-    );
-    refused(
-        &env,
-        &["omp", "--health", "--", "x"],
-        "--health: it delivers omp's own check prompt; give no prompt",
+        &[
+            (&["omp"], &format!("prompt: none given; {usage}")),
+            (
+                &["omp", "-", "--", "x"],
+                &format!("prompt: more than one given; {usage}"),
+            ),
+            (
+                &["omp", "--", "review", "this"],
+                "prompt: 2 arguments after --; quote the prompt as one argument",
+            ),
+            // A prompt given without `--` is not echoed back.
+            (
+                &["omp", "review my secret plan"],
+                &format!("unexpected argument after RUNTIME: a prompt goes after -- ({usage})"),
+            ),
+            (
+                &["omp", "--health", "--", "x"],
+                "--health: it delivers omp's own check prompt; give no prompt",
+            ),
+        ],
     );
 }
 
@@ -396,39 +415,40 @@ fn claude_full_access_as_root() {
 #[test]
 fn usage_errors_are_one_line_too() {
     let env = Env::new();
-    refused(
+    refused_each(
         &env,
-        &["omp", "--policy", "yolo", "--", "x"],
-        "invalid value 'yolo' for '--policy <POLICY>'; [possible values: read-only, \
-         workspace-write, danger-full-access, auto] (see --help)",
-    );
-    refused(
-        &env,
-        &["omp", "--deadline", "10m", "--", "x"],
-        "invalid value '10m' for '--deadline <SECS>': expected a number of seconds such as 600 \
-         or 12.5, got \"10m\" (see --help)",
-    );
-    refused(
-        &env,
-        &["omp", "--deadline", "-5", "--", "x"],
-        "invalid value '-5' for '--deadline <SECS>': expected a number of seconds such as 600 \
-         or 12.5, got \"-5\" (see --help)",
-    );
+        &[
+            (
+                &["omp", "--policy", "yolo", "--", "x"],
+                "invalid value 'yolo' for '--policy <POLICY>'; [possible values: read-only, \
+                 workspace-write, danger-full-access, auto] (see --help)",
+            ),
+            (
+                &["omp", "--deadline", "10m", "--", "x"],
+                "invalid value '10m' for '--deadline <SECS>': expected a number of seconds such as \
+                 600 or 12.5, got \"10m\" (see --help)",
+            ),
+            (
+                &["omp", "--deadline", "-5", "--", "x"],
+                "invalid value '-5' for '--deadline <SECS>': expected a number of seconds such as \
+                 600 or 12.5, got \"-5\" (see --help)",
+            ),
     // A value that looks like a flag is taken as the value, and refused for what it is.
-    refused(
-        &env,
-        &["omp", "--model", "--policy", "read-only", "--", "x"],
-        "--model (--policy): a model selector cannot start with '-', where it would read as a flag",
-    );
-    refused(
-        &env,
-        &["--list", "--policy", "auto"],
-        "the argument '--list' cannot be used with '--policy <POLICY>' (see --help)",
-    );
-    refused(
-        &env,
-        &["--json"],
-        "the following required arguments were not provided: --list, <RUNTIME> (see --help)",
+            (
+                &["omp", "--model", "--policy", "read-only", "--", "x"],
+                "--model (--policy): a model selector cannot start with '-', where it would read \
+                 as a flag",
+            ),
+            (
+                &["--list", "--policy", "auto"],
+                "the argument '--list' cannot be used with '--policy <POLICY>' (see --help)",
+            ),
+            (
+                &["--json"],
+                "the following required arguments were not provided: --list, <RUNTIME> (see \
+                 --help)",
+            ),
+        ],
     );
 }
 
@@ -537,23 +557,25 @@ fn a_tmpdir_inside_the_worktree_is_refused() {
 #[test]
 fn tool_limits_take_only_the_runtimes_tool_names() {
     let env = Env::new();
-    refused(
+    refused_each(
         &env,
-        &["pi", "--tools", "read,rm", "--", "x"],
-        "--tools (rm): not one of pi's tools (read, bash, edit, write, grep, find, ls)",
-    );
-    refused(
-        &env,
-        &["claude", "--tools", "bash", "--", "x"],
-        "--tools (bash): not one of claude's tools (Agent, AskUserQuestion, Bash, Edit, \
-         EnterPlanMode, ExitPlanMode, Glob, Grep, JavaScript, NotebookEdit, REPL, Read, \
-         SendUserMessage, Skill, Task, TaskCreate, TaskGet, TaskList, TaskStop, TaskUpdate, \
-         TodoWrite, ToolSearch, WebFetch, WebSearch, Write)",
-    );
-    refused(
-        &env,
-        &["codex", "--tools", "read", "--", "x"],
-        "--tools (read): codex has no tool limit",
+        &[
+            (
+                &["pi", "--tools", "read,rm", "--", "x"],
+                "--tools (rm): not one of pi's tools (read, bash, edit, write, grep, find, ls)",
+            ),
+            (
+                &["claude", "--tools", "bash", "--", "x"],
+                "--tools (bash): not one of claude's tools (Agent, AskUserQuestion, Bash, Edit, \
+                 EnterPlanMode, ExitPlanMode, Glob, Grep, JavaScript, NotebookEdit, REPL, Read, \
+                 SendUserMessage, Skill, Task, TaskCreate, TaskGet, TaskList, TaskStop, \
+                 TaskUpdate, TodoWrite, ToolSearch, WebFetch, WebSearch, Write)",
+            ),
+            (
+                &["codex", "--tools", "read", "--", "x"],
+                "--tools (read): codex has no tool limit",
+            ),
+        ],
     );
     let pi = env.run(&["pi", "--tools", "read, bash", "--", "x"]).argv();
     assert!(
@@ -592,62 +614,62 @@ fn a_managed_session_needs_its_whole_bundle() {
     let env = Env::new();
     fs::write(env.work().join("settings.json"), "{}").unwrap();
     fs::write(env.work().join("mcp.json"), r#"{"mcpServers":{}}"#).unwrap();
-    refused(
-        &env,
-        &["claude", "--managed", "--effort", "high", "--", "x"],
-        "--managed: a managed session loads its bundle's hook and MCP servers; give --settings \
-         and --mcp-config",
-    );
-    refused(
-        &env,
-        &[
-            "claude",
-            "--managed",
-            "--effort",
-            "high",
-            "--settings",
-            "settings.json",
-            "--",
-            "x",
-        ],
-        "--managed: a managed session loads its bundle's hook and MCP servers; give --mcp-config",
-    );
     let bundle = ["--settings", "settings.json", "--mcp-config", "mcp.json"];
     let mut no_effort = vec!["claude", "--managed"];
     no_effort.extend(bundle);
     no_effort.extend(["--", "x"]);
-    refused(
-        &env,
-        &no_effort,
-        "--managed: a managed claude session needs an effort; give --effort or \
-         MOOT_CLAUDE_DEFAULT_EFFORT",
-    );
-    refused(
+    refused_each(
         &env,
         &[
-            "claude",
-            "--managed",
-            "--effort",
-            "high",
-            "--settings",
-            "missing.json",
-            "--mcp-config",
-            "mcp.json",
-            "--",
-            "x",
+            (
+                &["claude", "--managed", "--effort", "high", "--", "x"],
+                "--managed: a managed session loads its bundle's hook and MCP servers; give \
+                 --settings and --mcp-config",
+            ),
+            (
+                &[
+                    "claude",
+                    "--managed",
+                    "--effort",
+                    "high",
+                    "--settings",
+                    "settings.json",
+                    "--",
+                    "x",
+                ],
+                "--managed: a managed session loads its bundle's hook and MCP servers; give \
+                 --mcp-config",
+            ),
+            (
+                &no_effort,
+                "--managed: a managed claude session needs an effort; give --effort or \
+                 MOOT_CLAUDE_DEFAULT_EFFORT",
+            ),
+            (
+                &[
+                    "claude",
+                    "--managed",
+                    "--effort",
+                    "high",
+                    "--settings",
+                    "missing.json",
+                    "--mcp-config",
+                    "mcp.json",
+                    "--",
+                    "x",
+                ],
+                "--settings (missing.json): not a readable regular file (No such file or directory \
+                 (os error 2))",
+            ),
+            (
+                &["pi", "--managed", "--", "x"],
+                "--managed: pi takes no managed-session bundle",
+            ),
+            (
+                &["pi", "--settings", "settings.json", "--", "x"],
+                "--settings (settings.json): pi has no such input",
+            ),
         ],
-        "--settings (missing.json): not a readable regular file (No such file or directory (os \
-         error 2))",
-    );
-    refused(
-        &env,
-        &["pi", "--managed", "--", "x"],
-        "--managed: pi takes no managed-session bundle",
-    );
-    refused(
-        &env,
-        &["pi", "--settings", "settings.json", "--", "x"],
-        "--settings (settings.json): pi has no such input",
     );
 
     let mut managed = vec![
@@ -702,16 +724,19 @@ fn check_session_validates_a_reference_alone() {
             "{runtime} {reference}"
         );
     }
-    refused(
+    refused_each(
         &env,
-        &["claude", "--check-session", "abc"],
-        "--session (abc): claude takes a session UUID, last, fresh:<suffix> or nothing",
-    );
-    refused(
-        &env,
-        &["omp", "--check-session", "last"],
-        "--session (last): omp never resumes (a resumed run edits the previous worktree), so it \
-         has no last; use a session UUID, fresh:<suffix> or nothing",
+        &[
+            (
+                &["claude", "--check-session", "abc"],
+                "--session (abc): claude takes a session UUID, last, fresh:<suffix> or nothing",
+            ),
+            (
+                &["omp", "--check-session", "last"],
+                "--session (last): omp never resumes (a resumed run edits the previous worktree), \
+                 so it has no last; use a session UUID, fresh:<suffix> or nothing",
+            ),
+        ],
     );
     let mixed = env.run(&["codex", "--check-session", "last", "--", "x"]);
     assert_eq!(mixed.code, 2, "{}", mixed.stderr);
