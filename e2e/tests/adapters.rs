@@ -1114,3 +1114,47 @@ fn wait_for_descendant(ancestor: u32, name: &str) -> i32 {
     }
     panic!("no {name} below {ancestor}");
 }
+
+/// The unslop log is granted writable, and a grant follows a link: a symbolic link planted in
+/// its place (by an agent that could write beside it in an earlier turn) is refused before
+/// anything runs, and its target is left alone.
+#[test]
+fn a_planted_link_in_place_of_a_writable_file_is_refused() {
+    let stubs = Stubs::new();
+    stubs.install("omp", "omp/real-plain.ndjson", 0);
+    let run = tempfile::tempdir().unwrap();
+    let target = run.path().join("authorized_keys");
+    fs::write(&target, "keep").unwrap();
+    let log = run.path().join("unslop.jsonl");
+    std::os::unix::fs::symlink(&target, &log).unwrap();
+    let out = adapter(
+        "omp",
+        &stubs,
+        &[
+            ("MOSAIC_REQUEST", "x"),
+            ("MOSAIC_UNSLOP_LOG", log.to_str().unwrap()),
+        ],
+    );
+    assert_failed(&out, 2, "moot adapter (omp): MOSAIC_UNSLOP_LOG (");
+    assert!(stubs.argv("omp").is_none(), "omp ran");
+    assert_eq!(fs::read_to_string(&target).unwrap(), "keep");
+
+    let real = run.path().join("real");
+    fs::create_dir(&real).unwrap();
+    let linked = run.path().join("linked");
+    std::os::unix::fs::symlink(&real, &linked).unwrap();
+    let marker = linked.join("turn.done");
+    let out = adapter(
+        "pi",
+        &stubs,
+        &[
+            ("MOSAIC_REQUEST", "x"),
+            ("MOSAIC_TURN_MARKER", marker.to_str().unwrap()),
+        ],
+    );
+    assert_failed(
+        &out,
+        2,
+        "moot adapter (pi): MOSAIC_TURN_MARKER's directory (",
+    );
+}

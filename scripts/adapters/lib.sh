@@ -122,13 +122,19 @@ moot_check_managed_files() {
     [ -z "${MOSAIC_TOOLS_FILE:-}" ] || moot_require_file MOSAIC_TOOLS_FILE "$MOSAIC_TOOLS_FILE"
     if [ -n "${MOSAIC_UNSLOP_LOG:-}" ]; then
         case $MOSAIC_UNSLOP_LOG in /*) ;; *) moot_die 2 "MOSAIC_UNSLOP_LOG ($MOSAIC_UNSLOP_LOG) must be an absolute path" ;; esac
+        # It is granted writable, and a grant follows a symbolic link: one planted there (by an
+        # agent that could write beside it in an earlier turn) would hand it the link's target.
+        [ ! -L "$MOSAIC_UNSLOP_LOG" ] ||
+            moot_die 2 "MOSAIC_UNSLOP_LOG ($MOSAIC_UNSLOP_LOG) is a symbolic link: give the file itself"
         [ -f "$MOSAIC_UNSLOP_LOG" ] || (umask 077 && : >>"$MOSAIC_UNSLOP_LOG") 2>/dev/null ||
             moot_die 2 "MOSAIC_UNSLOP_LOG ($MOSAIC_UNSLOP_LOG) cannot be created"
     fi
     if [ -n "${MOSAIC_TURN_MARKER:-}" ]; then
         case $MOSAIC_TURN_MARKER in /*) ;; *) moot_die 2 "MOSAIC_TURN_MARKER ($MOSAIC_TURN_MARKER) must be an absolute path" ;; esac
-        [ ! -e "$MOSAIC_TURN_MARKER" ] ||
+        [ ! -e "$MOSAIC_TURN_MARKER" ] && [ ! -L "$MOSAIC_TURN_MARKER" ] ||
             moot_die 2 "MOSAIC_TURN_MARKER ($MOSAIC_TURN_MARKER) exists before the turn: give a fresh path"
+        [ ! -L "${MOSAIC_TURN_MARKER%/*}" ] ||
+            moot_die 2 "MOSAIC_TURN_MARKER's directory (${MOSAIC_TURN_MARKER%/*}) is a symbolic link: give the directory itself"
     fi
     if [ -n "${MOSAIC_MODEL_ACTIVITY_DIR:-}" ]; then
         [ -d "$MOSAIC_MODEL_ACTIVITY_DIR" ] ||
