@@ -265,7 +265,7 @@ fn acknowledge(path: &std::path::Path, status: u8) -> anyhow::Result<()> {
 /// Publishes the first model activity of a turn: the fixed token, in a file created once.
 /// A token already there was published by an earlier reader of the same turn; any other
 /// failure is one warning line, and the run goes on (its verdict does not depend on it).
-fn publish_activity(dir: &std::path::Path) {
+fn publish_activity(runtime: &str, dir: &std::path::Path) {
     use std::os::unix::fs::OpenOptionsExt;
     let path = dir.join(ACTIVITY_FILE);
     let written = std::fs::OpenOptions::new()
@@ -277,7 +277,7 @@ fn publish_activity(dir: &std::path::Path) {
         .and_then(|mut file| file.write_all(ACTIVITY_TOKEN));
     match written {
         Err(e) if e.kind() != io::ErrorKind::AlreadyExists => eprintln!(
-            "moot: warning: cannot publish model activity in {}: {e}",
+            "moot-parse-{runtime}: warning: cannot publish model activity in {}: {e}",
             dir.display()
         ),
         _ => {}
@@ -417,7 +417,7 @@ pub fn parse_with<D: Dialect>(
             drift.get_or_insert_with(|| format!("line {line_no}: {message}"));
         }
         if let Some(dir) = activity.filter(|_| dialect.model_spoke()) {
-            publish_activity(dir);
+            publish_activity(D::RUNTIME, dir);
             activity = None;
         }
     }

@@ -405,6 +405,22 @@ pub fn check_activity_and_completion(bin: &str, dialect: &str) {
         "complete 0\n"
     );
 
+    // A directory that cannot take the token costs one warning line naming the tool, not the run.
+    let gone = dir.path().join("gone");
+    let args = vec![
+        "--text".to_string(),
+        "--activity-dir".to_string(),
+        gone.display().to_string(),
+    ];
+    let out = run(bin, &args, &stream);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("moot-parse-{dialect}: warning: cannot publish"))
+            && stderr.lines().count() == 1,
+        "{stderr:?}"
+    );
+
     // A stream without a model event publishes nothing; a failure completes with its status.
     let quiet = tempfile::tempdir().expect("tempdir");
     let quiet_completion = quiet.path().join("completion");
