@@ -39,6 +39,10 @@ pub struct Facts {
     /// The runtime family of the answering model, reported only when the run succeeds.
     pub family: Option<String>,
     pub model: Option<String>,
+    /// The CLI's own version, where its stream names it (claude's init row, Kimi Code's
+    /// `system.version` line), so a job's record shows what ran. Null where the stream carries
+    /// none: omp's and pi's session header `version` is the session format, not the CLI's.
+    pub cli_version: Option<String>,
     pub stop_reason: Option<String>,
     pub usage: Usage,
 }

@@ -155,7 +155,7 @@ pub fn help_footer(examples: &str) -> String {
     format!(
         "\
 Output: {{\"gitmoot_result\": {{...}}|null, \"run\": {{runtime, ok, error: {{class, message, last_text}}|null,
-answer (null unless ok), session_id, provider, family, model, stop_reason,
+answer (null unless ok), session_id, provider, family, model, cli_version, stop_reason,
 usage: {{input_tokens, output_tokens, cost_usd, source}}, process, lines, bytes}}}}
 
 {classes}

@@ -263,6 +263,8 @@ impl<F: Flavor> Dialect for PiFamily<F> {
                 family: last.provider.as_deref().map(F::family),
                 provider: last.provider,
                 model: last.model,
+                // The session header's `version` is its format; the CLI's is not in the stream.
+                cli_version: None,
                 stop_reason: last.stop_reason,
                 usage: usage.usage(source),
             },

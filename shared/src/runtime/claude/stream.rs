@@ -40,6 +40,8 @@ const SYNTHETIC_MODEL: &str = "<synthetic>";
 pub struct Claude {
     session_id: Option<String>,
     init_model: Option<String>,
+    /// `claude_code_version` of the init row.
+    cli_version: Option<String>,
     /// The model of the last real main-thread assistant message.
     model: Option<String>,
     last_text: Option<String>,
@@ -137,6 +139,7 @@ impl Dialect for Claude {
                 provider: Some(PROVIDER.into()),
                 family: Some(FAMILY.into()),
                 model: self.model.or(self.init_model).or(result_model),
+                cli_version: self.cli_version,
                 stop_reason,
                 usage,
             },
@@ -194,6 +197,9 @@ impl Claude {
             self.session_id = Some(id.into_owned());
         }
         self.init_model = row.model.map(Cow::into_owned);
+        self.cli_version = row
+            .claude_code_version
+            .and_then(|version| version.as_str().map(str::to_owned));
     }
 
     fn retry(&mut self, row: ApiRetry<'_>) {
@@ -526,6 +532,8 @@ struct TypeAndSubtype<'a> {
 struct Init<'a> {
     #[serde(borrow)]
     session_id: Option<Cow<'a, str>>,
+    /// Any JSON: a reshaped version costs the record its version, never the verdict.
+    claude_code_version: Option<serde_json::Value>,
     #[serde(borrow)]
     model: Option<Cow<'a, str>>,
 }
@@ -646,5 +654,19 @@ mod tests {
             output_tokens: 9,
         };
         assert_eq!(usage.prompt_tokens(), 2103);
+    }
+
+    fn version_after_init(init: &[u8]) -> Option<String> {
+        let mut claude = Claude::default();
+        claude.line(init).unwrap();
+        claude.finish().facts.cli_version
+    }
+
+    #[test]
+    fn the_init_row_names_the_version_and_a_reshaped_one_costs_only_the_version() {
+        let init = br#"{"type":"system","subtype":"init","session_id":"s","claude_code_version":"2.1.332"}"#;
+        assert_eq!(version_after_init(init).as_deref(), Some("2.1.332"));
+        let reshaped = br#"{"type":"system","subtype":"init","session_id":"s","claude_code_version":{"major":3}}"#;
+        assert_eq!(version_after_init(reshaped), None);
     }
 }

@@ -131,6 +131,7 @@ impl Dialect for Codex {
                 provider: None,
                 family: Some(FAMILY.into()),
                 model: None,
+                cli_version: None,
                 stop_reason: None,
                 usage,
             },

@@ -79,6 +79,8 @@ pub struct Kimi {
     usage: Option<Tokens>,
     /// A `role:"meta"` line was seen: the stream is Kimi Code's.
     kimi_code: bool,
+    /// The version Kimi Code's `system.version` line names.
+    cli_version: Option<String>,
     /// Kimi Code wrote its `session.resume_hint`, which it does only once the prompt completed.
     completed: bool,
     /// An assistant message with content or a tool call has been read.
@@ -181,6 +183,14 @@ impl Dialect for Kimi {
                     Some("turn.step.retrying") => {
                         self.retry(decode(line, || Row::Named(RETRYING_LINE))?)
                     }
+                    // Informational: a reshaped version line costs the record its version,
+                    // never the verdict.
+                    Some("system.version") => {
+                        self.cli_version = serde_json::from_slice::<VersionLine<'_>>(line)
+                            .ok()
+                            .and_then(|row| row.version)
+                            .map(Cow::into_owned);
+                    }
                     _ => {}
                 }
             }
@@ -227,6 +237,7 @@ impl Dialect for Kimi {
                 provider: None,
                 family: Some("kimi".into()),
                 model: None,
+                cli_version: self.cli_version,
                 stop_reason: None,
                 usage: self
                     .usage
@@ -623,6 +634,12 @@ struct Function<'a> {
 }
 
 #[derive(Deserialize)]
+struct VersionLine<'a> {
+    #[serde(borrow)]
+    version: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
 struct ResumeHint<'a> {
     #[serde(borrow)]
     session_id: Option<Cow<'a, str>>,
@@ -648,6 +665,19 @@ struct ErrorEvent<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_version_line_names_the_version_and_a_reshaped_one_costs_only_the_version() {
+        let version = |line: &[u8]| {
+            let mut kimi = Kimi::default();
+            kimi.line(line).unwrap();
+            kimi.finish().facts.cli_version
+        };
+        let line = br#"{"role":"meta","type":"system.version","version":"2.1.0"}"#;
+        assert_eq!(version(line).as_deref(), Some("2.1.0"));
+        let reshaped = br#"{"role":"meta","type":"system.version","version":[2,1]}"#;
+        assert_eq!(version(reshaped), None);
+    }
 
     #[test]
     fn resume_hint_ids() {

@@ -118,6 +118,7 @@ impl Dialect for Opencode {
                 provider: None,
                 family: None,
                 model: None,
+                cli_version: None,
                 stop_reason,
                 usage,
             },
