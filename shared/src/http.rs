@@ -1,0 +1,265 @@
+//! The one HTTP stack moot speaks, for moot-doctor's fake model and moot-broker's proxy.
+//!
+//! hyper (HTTP/1.1 only) on a single-threaded tokio runtime, with rustls on the ring backend for
+//! an https upstream. hyper parses and frames HTTP for most of the Rust ecosystem; it flushes each
+//! body frame as it is produced, which server-sent events and long-polls need. ring
+//! builds with a C compiler alone (no cmake, no OpenSSL headers), and the trust roots are the
+//! system's, so a corporate CA works as it does for every other tool on the machine.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body_util::{combinators::BoxBody, BodyExt, Empty, Full, Limited};
+use hyper::body::{Frame, Incoming};
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::sync::mpsc;
+
+/// A response or request body: whole, empty or streamed.
+pub type Body = BoxBody<Bytes, io::Error>;
+
+/// A client for an http or https origin, verifying TLS against the system's trust roots.
+pub type Client = hyper_util::client::legacy::Client<
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+    Body,
+>;
+
+/// A runtime on the calling thread: every connection is a task on it, so a tool stays one thread.
+pub fn runtime() -> io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+}
+
+/// Binds 127.0.0.1 on a port the kernel picks: never another address, never a fixed port.
+pub fn bind_loopback() -> io::Result<std::net::TcpListener> {
+    let listener = std::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
+    listener.set_nonblocking(true)?;
+    Ok(listener)
+}
+
+/// Serves HTTP/1.1 on `listener` until the task is dropped, one task per connection.
+///
+/// Must run inside a tokio runtime ([`runtime`]). A connection that fails (a client that hangs up
+/// mid-request, a handler that aborts its body) ends only that connection.
+pub async fn serve<H, F>(listener: std::net::TcpListener, handler: H) -> io::Result<()>
+where
+    H: Fn(Request<Incoming>) -> F + Clone + Send + 'static,
+    F: Future<Output = Response<Body>> + Send + 'static,
+{
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            // Out of descriptors or a connection reset before accept: keep serving the rest.
+            Err(_) => {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let handler = handler.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |request| {
+                let response = handler(request);
+                async move { Ok::<_, Infallible>(response.await) }
+            });
+            // Errors here are the peer's (a reset) or a deliberately aborted body.
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+/// A body of `bytes`, sent whole with a Content-Length.
+pub fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into())
+        .map_err(|never: Infallible| match never {})
+        .boxed()
+}
+
+/// A body with nothing in it.
+pub fn empty() -> Body {
+    Empty::new()
+        .map_err(|never: Infallible| match never {})
+        .boxed()
+}
+
+/// A JSON response with `status`.
+pub fn json(status: StatusCode, value: &serde_json::Value) -> Response<Body> {
+    respond(status, "application/json", full(value.to_string()))
+}
+
+/// A response with `status`, a Content-Type and `body`.
+pub fn respond(status: StatusCode, content_type: &str, body: Body) -> Response<Body> {
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    if let Ok(value) = hyper::header::HeaderValue::from_str(content_type) {
+        response
+            .headers_mut()
+            .insert(hyper::header::CONTENT_TYPE, value);
+    }
+    response
+}
+
+/// Reads a whole body, refusing one over `limit` bytes (a peer cannot make us buffer without end).
+pub async fn read_body<B>(body: B, limit: usize) -> io::Result<Bytes>
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    Limited::new(body, limit)
+        .collect()
+        .await
+        .map(|collected| collected.to_bytes())
+        .map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error.to_string()))
+}
+
+/// The sending half of a [`channel`] body.
+pub struct BodySender {
+    frames: mpsc::Sender<Bytes>,
+}
+
+impl BodySender {
+    /// Sends `bytes` as one frame, flushed to the peer. False once the peer has gone.
+    pub async fn send(&self, bytes: impl Into<Bytes>) -> bool {
+        self.frames.send(bytes.into()).await.is_ok()
+    }
+}
+
+/// A streamed body and its sender; the body ends cleanly when the sender is dropped.
+pub fn channel() -> (BodySender, Body) {
+    let (frames, receiver) = mpsc::channel(16);
+    (BodySender { frames }, ChannelBody { receiver }.boxed())
+}
+
+struct ChannelBody {
+    receiver: mpsc::Receiver<Bytes>,
+}
+
+impl hyper::body::Body for ChannelBody {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        self.receiver
+            .poll_recv(cx)
+            .map(|next| next.map(|bytes| Ok(Frame::data(bytes))))
+    }
+}
+
+/// An http/https client using the system's trust roots, plus the PEM certificates in `extra_ca`
+/// (a private CA, or a test's self-signed upstream).
+pub fn client(extra_ca: Option<&std::path::Path>) -> anyhow::Result<Client> {
+    use anyhow::Context as _;
+    let mut roots = rustls::RootCertStore::empty();
+    // A store that has no readable certificate is not fatal here: an http upstream needs none,
+    // and an https one then fails its handshake with a clear error.
+    for cert in rustls_native_certs::load_native_certs().certs {
+        let _ = roots.add(cert);
+    }
+    if let Some(path) = extra_ca {
+        let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        for cert in rustls::pki_types::pem::PemObject::pem_slice_iter(&pem) {
+            let cert: rustls::pki_types::CertificateDer<'static> =
+                cert.with_context(|| format!("{}: not a PEM certificate", path.display()))?;
+            roots
+                .add(cert)
+                .with_context(|| format!("{}: a certificate rustls refuses", path.display()))?;
+        }
+    }
+    let tls = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .context("configuring TLS")?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .build();
+    Ok(
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .build(connector),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Serves one handler on a fresh loopback port and runs `client_side` against its origin.
+    fn with_server<H, F, T>(handler: H, client_side: impl FnOnce(String) -> T)
+    where
+        H: Fn(Request<Incoming>) -> F + Clone + Send + 'static,
+        F: Future<Output = Response<Body>> + Send + 'static,
+        T: Future<Output = ()>,
+    {
+        let rt = runtime().unwrap();
+        let listener = bind_loopback().unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        rt.block_on(async move {
+            let server = tokio::spawn(serve(listener, handler));
+            client_side(origin).await;
+            server.abort();
+        });
+    }
+
+    #[test]
+    fn a_whole_body_and_a_streamed_one_arrive() {
+        with_server(
+            |request: Request<Incoming>| async move {
+                if request.uri().path() == "/whole" {
+                    return json(StatusCode::OK, &serde_json::json!({"ok": true}));
+                }
+                let (tx, body) = channel();
+                tokio::spawn(async move {
+                    tx.send("data: 1\n\n").await;
+                    tx.send("data: 2\n\n").await;
+                });
+                respond(StatusCode::OK, "text/event-stream", body)
+            },
+            |origin| async move {
+                let client = client(None).unwrap();
+                let whole = client
+                    .get(format!("{origin}/whole").parse().unwrap())
+                    .await
+                    .unwrap();
+                assert_eq!(whole.status(), StatusCode::OK);
+                let bytes = read_body(whole.into_body(), 1024).await.unwrap();
+                assert_eq!(&bytes[..], br#"{"ok":true}"#);
+                let streamed = client
+                    .get(format!("{origin}/sse").parse().unwrap())
+                    .await
+                    .unwrap();
+                let bytes = read_body(streamed.into_body(), 1024).await.unwrap();
+                assert_eq!(&bytes[..], b"data: 1\n\ndata: 2\n\n");
+            },
+        );
+    }
+
+    #[test]
+    fn a_body_over_the_limit_is_refused() {
+        with_server(
+            |_request: Request<Incoming>| async move {
+                respond(StatusCode::OK, "text/plain", full(vec![b'x'; 2048]))
+            },
+            |origin| async move {
+                let client = client(None).unwrap();
+                let response = client.get(origin.parse().unwrap()).await.unwrap();
+                assert!(read_body(response.into_body(), 1024).await.is_err());
+            },
+        );
+    }
+}
