@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End to end on the real CLIs: each pinned CLI (installed by install.sh) against the project's
-# fake provider (fake_provider.py), through its adapter and through the README pipeline, always
+# fake model (moot-doctor --serve), through its adapter and through the README pipeline, always
 # confined by moot-sandbox with --profile and no hand-written grant anywhere.
 #
 #   e2e.sh [CLI...]     CLIs: the registered runtimes with a parser (default: all of them)
@@ -33,22 +33,21 @@ trap 'kill "$fake_pid" 2>/dev/null; rm -rf "$work"' EXIT
 export HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9
 export NO_PROXY=127.0.0.1,localhost
 
-# ---- the fake provider: one server, the scenario re-read from a file on every request
-port=$((18300 + RANDOM % 500))
+# ---- the fake model (moot-doctor's, shared/src/fake_model/): one server on a port the kernel
+# picks, the scenario re-read from a file on every request
 scenario_file=$work/scenario
 dump=$work/dump
 mkdir -p "$dump"
 echo plain >"$scenario_file"
-python3 "$here/fake_provider.py" --port "$port" --scenario-file "$scenario_file" \
-    --dump-dir "$dump" >"$work/fake.log" 2>&1 &
+"$MOOT_BIN/moot-doctor" --serve --scenario-file "$scenario_file" --dump-dir "$dump" \
+    >"$work/fake.origin" 2>"$work/fake.log" &
 fake_pid=$!
-for _ in $(seq 50); do
-    python3 - "$port" 2>/dev/null <<'PY' && break
-import socket, sys
-socket.create_connection(("127.0.0.1", int(sys.argv[1])), 0.2)
-PY
+for _ in $(seq 100); do
+    [ -s "$work/fake.origin" ] && break
     sleep 0.1
 done
+port=$(sed -n 's|^http://127\.0\.0\.1:\([0-9]*\)$|\1|p' "$work/fake.origin")
+[ -n "$port" ] || { echo "e2e: the fake model did not start: $(head -c 300 "$work/fake.log")" >&2; exit 1; }
 
 # ---- per CLI: where it is, its isolated home and provider config, how to run it
 # Each setup_* exports HOME (and the CLI's own variables) and sets: program (the CLI on PATH),

@@ -6,6 +6,7 @@
 pub mod atomic_file;
 pub mod cleanup;
 pub mod dialect;
+pub mod doctor;
 pub mod env_preset;
 pub mod envelope;
 pub mod exec;

@@ -78,6 +78,10 @@ fn missing(meta: &Meta) -> Vec<String> {
             read("scripts/realcli/e2e.sh").contains(&setup),
             format!("{setup} in scripts/realcli/e2e.sh"),
         );
+        need(
+            meta.doctor.is_some(),
+            "its moot-doctor record (doctor: Some(..) from its doctor.rs)".to_string(),
+        );
     }
     missing
 }
@@ -95,7 +99,9 @@ fn every_runtime_has_every_piece() {
     assert!(gaps.is_empty(), "missing:\n{}", gaps.join("\n"));
 }
 
-/// Every parser bin and every testdata folder of captures belongs to a registered dialect.
+/// Every parser bin and every testdata folder of captures belongs to a registered dialect, and
+/// every folder of captured requests (testdata/requests, what the fake model is checked
+/// against) to a registered runtime.
 #[test]
 fn nothing_belongs_to_an_unregistered_runtime() {
     let dialects = dialects();
@@ -111,10 +117,20 @@ fn nothing_belongs_to_an_unregistered_runtime() {
     for entry in fs::read_dir(root().join("testdata")).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if path.is_dir() && name != "adversarial" {
+        if path.is_dir() && name != "adversarial" && name != "requests" {
             assert!(
                 dialects.contains(name.as_str()),
                 "testdata/{name}: no runtime"
+            );
+        }
+    }
+    for entry in fs::read_dir(root().join("testdata/requests")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(
+                registry::find(&name).is_ok(),
+                "testdata/requests/{name}: no runtime"
             );
         }
     }
@@ -136,6 +152,7 @@ fn a_runtime_without_its_pieces_is_reported() {
     let ghost = Meta {
         name: "ghost",
         parser: Some("ghost"),
+        doctor: None,
         ..*registry::find("omp").unwrap()
     };
     let gaps = missing(&ghost);
@@ -147,6 +164,7 @@ fn a_runtime_without_its_pieces_is_reported() {
         "25 goldens in testdata/ghost/ (has 0)",
         "the fuzz target parse_ghost",
         "setup_ghost() { in scripts/realcli/e2e.sh",
+        "its moot-doctor record (doctor: Some(..) from its doctor.rs)",
     ] {
         assert!(
             gaps.iter().any(|g| g == piece),

@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use super::doctor::Certify;
 use super::job::{Action, Builder};
 use super::needs::Needs;
 
@@ -53,6 +54,9 @@ pub struct Meta {
     pub needs: Needs,
     /// Builds the argv of one delivery.
     pub build: Builder,
+    /// How moot-doctor certifies its installed CLI (src/doctor/); `None` when it has no CLI to
+    /// certify (shell, mock).
+    pub doctor: Option<&'static Certify>,
 }
 
 /// The variables a runtime's CLI reads, on top of the common ones every preset keeps.

@@ -1,6 +1,7 @@
 //! Claude Code (`claude -p`): Anthropic's coding-agent CLI.
 
 pub mod argv;
+pub mod doctor;
 pub mod meta;
 pub mod stream;
 

@@ -78,4 +78,5 @@ pub static META: Meta = Meta {
         )),
     },
     build: argv::build,
+    doctor: Some(&super::doctor::CERTIFY),
 };

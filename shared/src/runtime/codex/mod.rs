@@ -1,6 +1,7 @@
 //! Codex (`codex exec`): OpenAI's coding-agent CLI.
 
 pub mod argv;
+pub mod doctor;
 pub mod meta;
 pub mod stream;
 

@@ -71,6 +71,7 @@ pub static KIMI: Meta = Meta {
         )),
     },
     build: argv::build,
+    doctor: Some(&super::doctor::KIMI),
 };
 
 /// The legacy kimi-cli: Kimi Code's record, but for its name, actions, sessions, home and argv.
@@ -107,5 +108,6 @@ pub static KIMI_CLI: Meta = Meta {
         )),
     },
     build: argv::build_legacy,
+    doctor: Some(&super::doctor::KIMI_CLI),
     ..KIMI
 };

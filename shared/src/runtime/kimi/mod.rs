@@ -2,6 +2,7 @@
 
 pub mod argv;
 pub mod beside;
+pub mod doctor;
 pub mod meta;
 pub mod store;
 pub mod stream;

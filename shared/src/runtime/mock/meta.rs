@@ -42,4 +42,5 @@ pub static META: Meta = Meta {
     env: EnvAllowlist::names(super::ENV_ALLOWLIST),
     needs: Needs::NONE,
     build: argv::build,
+    doctor: None,
 };

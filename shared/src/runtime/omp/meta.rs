@@ -88,4 +88,5 @@ pub static META: Meta = Meta {
         )),
     },
     build: argv::build,
+    doctor: Some(&super::doctor::CERTIFY),
 };

@@ -1,6 +1,7 @@
 //! omp (oh-my-pi): a multi-provider routing harness, the primary target.
 
 pub mod argv;
+pub mod doctor;
 pub mod meta;
 pub mod stream;
 

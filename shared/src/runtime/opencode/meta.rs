@@ -139,4 +139,5 @@ pub static META: Meta = Meta {
         )),
     },
     build: argv::build,
+    doctor: Some(&super::doctor::CERTIFY),
 };

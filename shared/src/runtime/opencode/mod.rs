@@ -2,6 +2,7 @@
 //! project, run headless.
 
 pub mod argv;
+pub mod doctor;
 pub mod meta;
 pub mod stream;
 

@@ -79,4 +79,5 @@ pub static META: Meta = Meta {
         )),
     },
     build: argv::build,
+    doctor: Some(&super::doctor::CERTIFY),
 };

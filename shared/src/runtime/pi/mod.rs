@@ -1,6 +1,7 @@
 //! pi (`pi -p --mode json`), omp's ancestor.
 
 pub mod argv;
+pub mod doctor;
 pub mod meta;
 pub mod stream;
 

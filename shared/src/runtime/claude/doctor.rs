@@ -1,0 +1,44 @@
+//! How moot-doctor certifies Claude Code (src/doctor/): its version, and its private HOME.
+
+use std::io;
+use std::path::Path;
+
+use crate::model::{Certify, FakeHome};
+
+pub static CERTIFY: Certify = Certify {
+    version_args: &["--version"],
+    pinned: "2.1.332",
+    fake_home,
+    resumes: true,
+    differs: &[
+        // Claude Code retries a dropped stream without streaming and gets the whole answer.
+        ("drop", "ok"),
+    ],
+};
+
+/// Claude Code takes its provider from the environment alone: the origin, a dummy key, no
+/// telemetry or updater traffic, and one quick retry.
+fn fake_home(_home: &Path, origin: &str) -> io::Result<FakeHome> {
+    let mut fake = FakeHome::with_env(&[
+        ("ANTHROPIC_BASE_URL", origin.to_string()),
+        ("ANTHROPIC_API_KEY", "dummy-not-a-secret".into()),
+        ("DISABLE_TELEMETRY", "1".into()),
+        ("DISABLE_ERROR_REPORTING", "1".into()),
+        ("DISABLE_AUTOUPDATER", "1".into()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+        ("CLAUDE_CODE_MAX_RETRIES", "1".into()),
+        ("MOOT_CLAUDE_DEFAULT_EFFORT", "low".into()),
+    ]);
+    // The preset keeps the origin and the key; these knobs it drops, and without the retry
+    // limit a dropped stream is retried ten times with backoff.
+    fake.keep = [
+        "DISABLE_TELEMETRY",
+        "DISABLE_ERROR_REPORTING",
+        "DISABLE_AUTOUPDATER",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+        "CLAUDE_CODE_MAX_RETRIES",
+    ]
+    .map(String::from)
+    .to_vec();
+    Ok(fake)
+}

@@ -1,0 +1,44 @@
+//! How moot-doctor certifies omp (src/doctor/): its version, and its private HOME.
+
+use std::io;
+use std::path::Path;
+
+use crate::model::doctor::write_config;
+use crate::model::{Certify, FakeHome};
+
+pub static CERTIFY: Certify = Certify {
+    version_args: &["--version"],
+    pinned: "18.2.3",
+    fake_home,
+    // omp's --resume re-roots the run in the resumed session's cwd: moot never resumes it.
+    resumes: false,
+    differs: &[
+        // omp retries an empty answer as a provider failure, and gives up after its one retry.
+        ("empty", "fail:retry_exhausted"),
+        // omp ends a stream that stopped without its terminator with an error row of its own.
+        ("drop", "fail:model_error"),
+    ],
+};
+
+/// A `fake` provider speaking chat completions at `origin`, and one quick retry (omp retries a
+/// provider error ten times, with backoff up to minutes, by default).
+fn fake_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
+    write_config(
+        home,
+        ".omp/agent/models.yml",
+        &format!(
+            "providers:\n  fake:\n    baseUrl: {origin}/v1\n    api: openai-completions\n    \
+             apiKey: dummy-not-a-secret\n    models:\n      - id: fake-model\n        \
+             name: Fake Model\n        contextWindow: 128000\n        maxTokens: 4096\n"
+        ),
+    )?;
+    write_config(
+        home,
+        ".omp/agent/config.yml",
+        "retry:\n  maxRetries: 1\n  baseDelayMs: 200\n",
+    )?;
+    Ok(FakeHome::with_env(&[(
+        "MOOT_OMP_DEFAULT_MODEL",
+        "fake/fake-model".into(),
+    )]))
+}
