@@ -4,6 +4,7 @@
 //! lives only under [`runtime`], one module per runtime.
 
 pub mod atomic_file;
+pub mod broker;
 pub mod cleanup;
 pub mod dialect;
 pub mod doctor;

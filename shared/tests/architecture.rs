@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// Modules that drive a tool or assemble the registry: a runtime module must not import them.
 const DRIVERS: &[&str] = &[
+    "broker",
     "env_preset",
     "exec",
     "parse",

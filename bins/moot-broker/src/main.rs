@@ -1,0 +1,55 @@
+//! moot-broker: give a read-only omp seat a job-local credential proxy, run the command with it,
+//! and remove it afterwards.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use moot::broker::{BrokerArgs, EXIT_USAGE};
+
+const TOOL: &str = "moot-broker";
+
+/// Run a command as a read-only omp seat: a loopback proxy in front of the shared auth broker
+/// that shows the seat one provider's credentials, forwards only their refreshes, answers every
+/// write locally and keeps the upstream token to itself; a private HOME, PI_CONFIG_DIR and
+/// PI_CODING_AGENT_DIR whose config.yml alone names the proxy and its random job bearer; no
+/// OMP_AUTH_BROKER_* variable in the command's environment. The seat and the proxy are removed
+/// when the command ends, however it ends.
+#[derive(Parser)]
+#[command(name = TOOL, version, after_help = EXAMPLES)]
+struct Cli {
+    #[command(flatten)]
+    args: BrokerArgs,
+}
+
+const EXAMPLES: &str = "\
+Refused before anything is created (one line, exit 2): an upstream that is neither https:// nor
+http:// on a loopback address; a token file that is not a regular file owned by this user with
+mode 0600 or stricter (symlinks, FIFOs and directories included); OMP_AUTH_BROKER_TOKEN in the
+environment (the seat could read it from /proc); a --model without its provider.
+
+Every {port} in the command becomes the proxy's port, for moot-sandbox --connect.
+
+Exit status: the command's own; 128+N when signal N ended it; 1 moot-broker failed (upstream
+unreachable, the seat not creatable); 2 a refusal or usage error; 126 the command could not be
+run; 127 it was not found.
+
+Examples:
+  moot-render omp --readonly-seat --model kimi-code/k3 --stage-dir \"$stage/p\" --prompt-file job.md |
+    moot-broker --upstream https://broker.example --token-file ~/.omp/broker.token \\
+      --model kimi-code/k3 --seat-dir \"$stage/seat\" -- \\
+    moot-run --deadline 600 --env-preset omp --cleanup \"$stage/p\" --stdin-argv -- \\
+      moot-sandbox --profile omp --connect {port} --ro-try \"$stage/p\" -- |
+    moot-parse-omp
+  moot-broker --upstream http://127.0.0.1:8765 --token-file t --model kimi-code/k3 -- omp -p hi";
+
+fn main() -> ExitCode {
+    // broker::run reports its own failures, each with its own status.
+    moot::report::main::<Cli>(TOOL, EXIT_USAGE, EXIT_USAGE, |cli| {
+        Ok(moot::broker::run(TOOL, &cli.args))
+    })
+}
+
+#[test]
+fn cli_is_well_formed() {
+    moot::report::check_cli::<Cli>();
+}

@@ -1,0 +1,412 @@
+//! moot-broker: the read-only omp seat's job-local credential proxy.
+//!
+//! omp reads its credentials from an auth broker. A read-only seat must not hold the shared
+//! broker's token, see other providers' credentials, or change the shared broker's state, yet it
+//! can read every ancestor's /proc/<pid>/environ. So moot-broker keeps the upstream token to
+//! itself, serves the seat a loopback proxy ([`proxy`]) under a random job bearer written only
+//! into the seat's own `config.yml` ([`seat`]), runs the command with no `OMP_AUTH_BROKER_*`
+//! variable, and removes the seat and closes the proxy when the command ends, however it ends.
+//!
+//! Refusals ([`refuse`]) happen before anything is created: one line, exit 2.
+
+pub mod proxy;
+pub mod refuse;
+pub mod seat;
+pub mod upstream;
+
+#[cfg(feature = "testkit")]
+pub mod fake_upstream;
+
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, ExitStatus};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context};
+use nix::errno::Errno;
+use nix::sys::prctl;
+use nix::sys::signal::{kill, SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::unistd::{getpid, getppid, Pid};
+use tokio::io::unix::AsyncFd;
+
+use crate::http;
+use crate::report::print_error;
+use proxy::Proxy;
+use seat::Seat;
+use upstream::{Polled, Upstream};
+
+/// A refusal or a usage error: nothing was created and the command did not run.
+pub const EXIT_USAGE: u8 = 2;
+/// moot-broker itself failed after the checks (upstream unreachable, the seat not writable).
+pub const EXIT_FAILED: u8 = 1;
+/// The command could not be executed / was not found (as the shell's).
+const EXIT_CANNOT_INVOKE: u8 = 126;
+const EXIT_NOT_FOUND: u8 = 127;
+
+/// The signals moot-broker passes on to the command.
+const FORWARDED: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
+
+/// The largest `--models-file` copied into the seat.
+const MODELS_LIMIT: usize = 1024 * 1024;
+
+/// moot-broker's flags (the binary flattens them into its command line).
+#[derive(Debug, clap::Args)]
+pub struct BrokerArgs {
+    /// The shared broker: an https:// origin, or http:// on a loopback address
+    /// [default: $OMP_AUTH_BROKER_URL].
+    #[arg(long, value_name = "URL")]
+    pub upstream: Option<String>,
+
+    /// The file holding the shared broker's token: a regular file owned by this user, mode 0600
+    /// or stricter [default: $OMP_AUTH_BROKER_TOKEN_FILE].
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+
+    /// Also trust the PEM certificates in FILE for an https upstream (a private CA).
+    #[arg(long, value_name = "FILE")]
+    pub upstream_ca: Option<PathBuf>,
+
+    /// The seat's provider-qualified model (PROVIDER/MODEL, e.g. kimi-code/k3): the seat sees
+    /// only PROVIDER's credentials. Give moot-render the same --model.
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub model: String,
+
+    /// The seat directory to create (it must not exist; its parent must), removed when the
+    /// command ends [default: a new directory in $TMPDIR].
+    #[arg(long, value_name = "DIR")]
+    pub seat_dir: Option<PathBuf>,
+
+    /// Copy FILE into the seat as omp's models.yml (a provider's base URL; no keys belong here).
+    #[arg(long, value_name = "FILE")]
+    pub models_file: Option<PathBuf>,
+
+    /// Seconds between a forwarded INT, TERM or HUP and SIGKILL to the command; keep it below an
+    /// enclosing moot-run's --grace, so the seat is removed before moot-run's SIGKILL.
+    #[arg(long, value_name = "SECS", default_value = "3", value_parser = crate::seconds::parse_seconds)]
+    pub grace: Duration,
+
+    /// The command to run with the seat (every `{port}` in it becomes the proxy's port).
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+/// Everything checked, nothing created yet.
+struct Job {
+    upstream: refuse::Upstream,
+    token: String,
+    upstream_ca: Option<PathBuf>,
+    provider: String,
+    seat_dir: PathBuf,
+    models: Option<Vec<u8>>,
+    grace: Duration,
+    command: Vec<OsString>,
+    env: Vec<(OsString, OsString)>,
+}
+
+/// Runs moot-broker: the checks, then the seat and its proxy for the command's lifetime.
+pub fn run(tool: &str, args: &BrokerArgs) -> ExitCode {
+    let job = match check(args, std::env::vars_os().collect()) {
+        Ok(job) => job,
+        Err(e) => {
+            print_error(tool, &e);
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    match serve(job) {
+        Ok(status) => status,
+        Err(e) => {
+            print_error(tool, &e);
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
+}
+
+/// Every refusal, in the order a user fixes them; reads but creates nothing.
+fn check(args: &BrokerArgs, env: Vec<(OsString, OsString)>) -> anyhow::Result<Job> {
+    let from_env = |name: &str| {
+        env.iter()
+            .find(|(k, v)| k == name && !v.is_empty())
+            .map(|(_, v)| v.clone())
+    };
+    refuse::no_token_in_env(env.iter().cloned())?;
+    let upstream = match (&args.upstream, from_env(refuse::ENV_URL)) {
+        (Some(url), _) => url.clone(),
+        (None, Some(url)) => url.to_string_lossy().into_owned(),
+        (None, None) => bail!(
+            "no upstream broker: give --upstream or set {}",
+            refuse::ENV_URL
+        ),
+    };
+    let upstream = refuse::upstream(&upstream)?;
+    let token_file = match (&args.token_file, from_env(refuse::ENV_TOKEN_FILE)) {
+        (Some(path), _) => path.clone(),
+        (None, Some(path)) => PathBuf::from(path),
+        (None, None) => bail!(
+            "no upstream token: give --token-file or set {}",
+            refuse::ENV_TOKEN_FILE
+        ),
+    };
+    let token = refuse::token_file(&token_file)?;
+    let provider = refuse::provider(&args.model)?;
+    let seat_dir = match &args.seat_dir {
+        Some(dir) => free_dir(dir)?,
+        None => std::env::temp_dir().join(format!("moot-seat.{}", seat::random_hex::<8>()?)),
+    };
+    let models = match &args.models_file {
+        Some(path) => Some(
+            crate::private_file::read_small(path, MODELS_LIMIT)
+                .with_context(|| format!("--models-file ({})", path.display()))?,
+        ),
+        None => None,
+    };
+    if models
+        .as_deref()
+        .is_some_and(|m| m.windows(6).any(|w| w == b"apiKey"))
+    {
+        bail!(
+            "--models-file: it pins an apiKey, which omp would use instead of the broker's \
+             credential; remove it"
+        );
+    }
+    Ok(Job {
+        upstream,
+        token,
+        upstream_ca: args.upstream_ca.clone(),
+        provider,
+        seat_dir,
+        models,
+        grace: args.grace,
+        command: args.command.clone(),
+        env,
+    })
+}
+
+/// A seat directory that can be created: absent, in an existing directory.
+fn free_dir(dir: &Path) -> anyhow::Result<PathBuf> {
+    let what = || format!("--seat-dir ({})", dir.display());
+    if std::fs::symlink_metadata(dir).is_ok() {
+        return Err(anyhow!(
+            "already exists; name a new directory (it is removed afterwards)"
+        ))
+        .with_context(what);
+    }
+    let parent = crate::private_file::parent_dir(dir);
+    if !parent.is_dir() {
+        return Err(anyhow!("its parent is not a directory")).with_context(what);
+    }
+    std::path::absolute(dir).with_context(what)
+}
+
+/// Blocks the forwarded signals and SIGCHLD on this thread (before any other thread exists, so
+/// every thread inherits the mask) and reads them from a signalfd instead.
+fn catch_signals() -> nix::Result<SignalFd> {
+    let mut caught = SigSet::empty();
+    caught.add(Signal::SIGCHLD);
+    for signal in FORWARDED {
+        caught.add(signal);
+    }
+    caught.thread_block()?;
+    SignalFd::with_flags(&caught, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
+}
+
+fn serve(job: Job) -> anyhow::Result<ExitCode> {
+    let signals = catch_signals().context("catching signals")?;
+    let runtime = http::runtime().context("starting the proxy's runtime")?;
+    runtime.block_on(deliver(job, signals))
+}
+
+/// Fetches the first snapshot, makes the seat, runs the command while serving the proxy, and
+/// removes the seat whatever happened after it was made.
+async fn deliver(job: Job, signals: SignalFd) -> anyhow::Result<ExitCode> {
+    let client = http::client(job.upstream_ca.as_deref())?;
+    let upstream = Upstream::new(job.upstream.base.clone(), job.token.clone(), client);
+    let (known, first) = match upstream
+        .snapshot(None)
+        .await
+        .context("the upstream broker")?
+    {
+        Polled::Changed {
+            generation,
+            snapshot,
+        } => (generation, snapshot),
+        Polled::Unchanged => bail!("the upstream broker answered 304 to a first snapshot"),
+    };
+    let bearer = seat::job_token()?;
+    let listener = http::bind_loopback().context("binding the proxy")?;
+    let port = listener.local_addr()?.port();
+    let proxy = Proxy::new(job.provider.clone(), bearer.clone(), upstream, &first);
+    let seat = Seat::create(
+        &job.seat_dir,
+        &format!("http://127.0.0.1:{port}"),
+        &bearer,
+        job.models.as_deref(),
+    )?;
+    let served = Arc::clone(&proxy);
+    let server = tokio::spawn(http::serve(listener, move |request| {
+        Arc::clone(&served).handle(request)
+    }));
+    let followed = Arc::clone(&proxy);
+    let follower = tokio::spawn(async move {
+        upstream::follow(followed.upstream(), known, |snapshot| {
+            followed.apply(&snapshot)
+        })
+        .await
+    });
+    let outcome = supervise(&job, &seat, port, signals).await;
+    if let Ok(Ended::Ran(status)) = outcome {
+        if status != 0 && !proxy.was_reached() {
+            eprintln!(
+                "moot-broker: the command failed without ever reaching the proxy on 127.0.0.1:{port} \
+                 (does its sandbox allow it: moot-sandbox --connect {{port}}?)"
+            );
+        }
+    }
+    server.abort();
+    follower.abort();
+    // Both tasks end at their next poll; the listener closes with the server task.
+    let _ = server.await;
+    seat.remove();
+    outcome.map(|ended| match ended {
+        Ended::Ran(status) | Ended::NotRun(status) => ExitCode::from(status),
+    })
+}
+
+/// How the command ended: its status once it ran, or the status of why it never did.
+#[derive(Clone, Copy)]
+enum Ended {
+    Ran(u8),
+    NotRun(u8),
+}
+
+/// Runs the command and waits for it, passing on INT, TERM and HUP (SIGKILL after the grace).
+async fn supervise(job: &Job, seat: &Seat, port: u16, signals: SignalFd) -> anyhow::Result<Ended> {
+    let mut child = match command(job, seat, port).spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            let status = if e.kind() == io::ErrorKind::NotFound {
+                EXIT_NOT_FOUND
+            } else {
+                EXIT_CANNOT_INVOKE
+            };
+            eprintln!(
+                "moot-broker: cannot run ({}): {e}",
+                job.command[0].to_string_lossy()
+            );
+            return Ok(Ended::NotRun(status));
+        }
+    };
+    let pid = Pid::from_raw(child.id() as i32);
+    // SAFETY: the SignalFd owns its descriptor, keeps it open and returns the same one for as
+    // long as the AsyncFd holds it.
+    let mut signals =
+        unsafe { AsyncFd::register_with_interest(signals, tokio::io::Interest::READABLE) }
+            .map_err(|e| anyhow!("watching signals: {e}"))?;
+    let mut kill_at: Option<tokio::time::Instant> = None;
+    loop {
+        if let Some(status) = child.try_wait().context("waiting for the command")? {
+            return Ok(Ended::Ran(exit_code(status)));
+        }
+        let grace_over = async {
+            match kill_at {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            ready = signals.readable_mut() => {
+                let mut ready = ready.context("reading signals")?;
+                while let Ok(Some(info)) = ready.get_inner_mut().read_signal() {
+                    let Ok(signal) = Signal::try_from(info.ssi_signo as i32) else { continue };
+                    if FORWARDED.contains(&signal) {
+                        let _ = kill(pid, signal);
+                        kill_at.get_or_insert(tokio::time::Instant::now() + job.grace);
+                    }
+                }
+                ready.clear_ready();
+            }
+            () = grace_over => {
+                let _ = kill(pid, Signal::SIGKILL);
+            }
+        }
+    }
+}
+
+/// The command: `{port}` filled in, no `OMP_AUTH_BROKER_*` variable (an inherited URL would
+/// override `config.yml` and bypass the proxy), the seat's HOME and omp directories.
+fn command(job: &Job, seat: &Seat, port: u16) -> Command {
+    let port = port.to_string();
+    let argv: Vec<OsString> = job
+        .command
+        .iter()
+        .map(|word| fill_port(word, &port))
+        .collect();
+    let mut command = Command::new(&argv[0]);
+    command.args(&argv[1..]).env_clear();
+    let seat_env = seat.env();
+    command.envs(
+        job.env
+            .iter()
+            .filter(|(name, _)| !name.as_bytes().starts_with(b"OMP_AUTH_BROKER_"))
+            .filter(|(name, _)| !seat_env.iter().any(|(set, _)| set == name))
+            .map(|(k, v)| (k, v)),
+    );
+    command.envs(seat_env);
+    let parent = getpid();
+    // SAFETY: runs in the forked child before exec and makes only async-signal-safe system
+    // calls (sigprocmask, prctl, getppid), allocating nothing.
+    unsafe {
+        command.pre_exec(move || prepare_child(parent));
+    }
+    command
+}
+
+/// Unblocks the signals moot-broker reads from its signalfd (a blocked mask survives exec) and
+/// asks for SIGTERM if moot-broker dies, so the command never outlives the proxy unnoticed.
+fn prepare_child(parent: Pid) -> io::Result<()> {
+    SigSet::empty().thread_set_mask()?;
+    prctl::set_pdeathsig(Signal::SIGTERM)?;
+    if getppid() != parent {
+        return Err(io::Error::from_raw_os_error(Errno::ESRCH as i32));
+    }
+    Ok(())
+}
+
+fn fill_port(word: &OsString, port: &str) -> OsString {
+    let bytes = word.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut rest = bytes;
+    while let Some(at) = rest.windows(6).position(|w| w == b"{port}") {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(port.as_bytes());
+        rest = &rest[at + 6..];
+    }
+    out.extend_from_slice(rest);
+    OsString::from_vec(out)
+}
+
+/// The command's status as moot-broker's own: its code, or 128+N for signal N.
+fn exit_code(status: ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => code as u8,
+        (None, Some(signal)) => 128u8.saturating_add(signal as u8),
+        (None, None) => EXIT_FAILED,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_placeholders_are_filled() {
+        assert_eq!(fill_port(&"--connect={port}".into(), "8"), "--connect=8");
+        assert_eq!(fill_port(&"{port}{port}x".into(), "12"), "1212x");
+        assert_eq!(fill_port(&"{por}".into(), "1"), "{por}");
+    }
+}
