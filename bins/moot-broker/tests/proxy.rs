@@ -328,6 +328,71 @@ fn the_proxy_shows_one_provider_and_keeps_every_write_local() {
     assert!(port_closed(port), "the proxy outlived the job");
 }
 
+/// A SIGKILL leaves moot-broker no chance to clean up: its guard, in a session of its own,
+/// removes the seat (the job bearer, omp's credential cache), and the command is told to stop
+/// (SIGTERM as its parent dies). The command holds no descriptor of the guard's.
+#[test]
+fn a_killed_broker_leaves_no_seat_behind() {
+    let upstream = upstream("kimi-code", false);
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("command.pid");
+    let fds = dir.path().join("command.fds");
+    let script = format!(
+        "ls /proc/$$/fd > {fds}; echo $$ > {pid}; exec sleep 60",
+        fds = fds.display(),
+        pid = pid_file.display()
+    );
+    let mut running = Running::start(
+        &upstream.origin,
+        dir.path(),
+        "kimi-code/k3",
+        &["sh", "-c", &script],
+    );
+    let started = Instant::now();
+    let command: i32 = loop {
+        // The seat is written before the command starts: wait for the command itself.
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "no command");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // The same shell started by this test directly: what the test itself passes down.
+    let baseline = dir.path().join("baseline.fds");
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("ls /proc/$$/fd > {}", baseline.display()))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(
+        std::fs::read_to_string(&fds).unwrap(),
+        std::fs::read_to_string(&baseline).unwrap(),
+        "the command inherited a descriptor of moot-broker's"
+    );
+    let broker = nix::unistd::Pid::from_raw(running.child.id() as i32);
+    nix::sys::signal::kill(broker, Signal::SIGKILL).unwrap();
+    let (status, _) = wait_output(&mut running.child, Duration::from_secs(20));
+    assert_eq!(status.code(), None, "SIGKILL ended it");
+    let started = Instant::now();
+    while running.seat.exists() || std::path::Path::new(&format!("/proc/{command}")).exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "seat left: {}, command alive: {}",
+            running.seat.exists(),
+            std::path::Path::new(&format!("/proc/{command}")).exists()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(port_closed(running.port()), "the proxy outlived the broker");
+}
+
 #[test]
 fn a_refresh_answered_for_another_provider_is_refused() {
     let upstream = FakeUpstream::start(Behaviour {

@@ -9,6 +9,7 @@
 //!
 //! Refusals ([`refuse`]) happen before anything is created: one line, exit 2.
 
+pub mod guard;
 pub mod proxy;
 pub mod refuse;
 pub mod seat;
@@ -36,6 +37,7 @@ use tokio::io::unix::AsyncFd;
 
 use crate::http;
 use crate::report::print_error;
+use guard::Guard;
 use proxy::Proxy;
 use seat::Seat;
 use upstream::{Polled, Upstream};
@@ -216,13 +218,15 @@ fn catch_signals() -> nix::Result<SignalFd> {
 
 fn serve(job: Job) -> anyhow::Result<ExitCode> {
     let signals = catch_signals().context("catching signals")?;
+    // SAFETY: no thread exists yet; the runtime below starts the first.
+    let guard = unsafe { Guard::start(&job.seat_dir) }.context("starting the seat's guard")?;
     let runtime = http::runtime().context("starting the proxy's runtime")?;
-    runtime.block_on(deliver(job, signals))
+    runtime.block_on(deliver(job, signals, guard))
 }
 
 /// Fetches the first snapshot, makes the seat, runs the command while serving the proxy, and
-/// removes the seat whatever happened after it was made.
-async fn deliver(job: Job, signals: SignalFd) -> anyhow::Result<ExitCode> {
+/// removes the seat whatever happened after it was made (its guard, should moot-broker die).
+async fn deliver(job: Job, signals: SignalFd, mut guard: Guard) -> anyhow::Result<ExitCode> {
     let client = http::client(job.upstream_ca.as_deref())?;
     let upstream = Upstream::new(job.upstream.base.clone(), job.token.clone(), client);
     let (known, first) = match upstream
@@ -245,6 +249,7 @@ async fn deliver(job: Job, signals: SignalFd) -> anyhow::Result<ExitCode> {
         &format!("http://127.0.0.1:{port}"),
         &bearer,
         job.models.as_deref(),
+        |dir| guard.made(dir),
     )?;
     let served = Arc::clone(&proxy);
     let server = tokio::spawn(http::serve(listener, move |request| {
@@ -270,7 +275,9 @@ async fn deliver(job: Job, signals: SignalFd) -> anyhow::Result<ExitCode> {
     follower.abort();
     // Both tasks end at their next poll; the listener closes with the server task.
     let _ = server.await;
-    seat.remove();
+    if seat.remove() {
+        guard.removed();
+    }
     outcome.map(|ended| match ended {
         Ended::Ran(status) | Ended::NotRun(status) => ExitCode::from(status),
     })

@@ -36,12 +36,14 @@ pub fn random_hex<const N: usize>() -> anyhow::Result<String> {
 impl Seat {
     /// Creates `dir` (which must not exist; its parent must) owner-only, with `home/.omp/agent`
     /// and `config.yml` in it naming the proxy at `url` with `token`; `models`, when given, is
-    /// copied in as the agent directory's `models.yml`.
+    /// copied in as the agent directory's `models.yml`. `made` learns of the directory before
+    /// anything is written in it (the guard, src/broker/guard.rs).
     pub fn create(
         dir: &Path,
         url: &str,
         token: &str,
         models: Option<&[u8]>,
+        made: impl FnOnce(&Path) -> std::io::Result<()>,
     ) -> anyhow::Result<Seat> {
         let what = || format!("--seat-dir ({})", dir.display());
         fs::DirBuilder::new()
@@ -53,7 +55,10 @@ impl Seat {
             home: dir.join("home"),
             agent_dir: dir.join("home").join(CONFIG_DIR).join("agent"),
         };
-        let made = seat.fill(url, token, models).with_context(what);
+        let made = made(dir)
+            .map_err(anyhow::Error::from)
+            .and_then(|()| seat.fill(url, token, models))
+            .with_context(what);
         if made.is_err() {
             seat.remove();
         }
@@ -85,15 +90,18 @@ impl Seat {
         ]
     }
 
-    /// Deletes the seat. Symbolic links inside are removed, never followed; a failure is
-    /// reported on stderr (there is nothing else left to do about it).
-    pub fn remove(&self) {
-        if let Err(e) = fs::remove_dir_all(&self.dir) {
-            if e.kind() != std::io::ErrorKind::NotFound {
+    /// Deletes the seat, saying whether it is gone. Symbolic links inside are removed, never
+    /// followed; a failure is reported on stderr (the guard tries again after moot-broker).
+    pub fn remove(&self) -> bool {
+        match fs::remove_dir_all(&self.dir) {
+            Ok(()) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+            Err(e) => {
                 eprintln!(
                     "moot-broker: cannot remove the seat ({}): {e}",
                     self.dir.display()
                 );
+                false
             }
         }
     }
@@ -122,8 +130,19 @@ mod tests {
         let token = job_token().unwrap();
         assert!(token.starts_with("moot-") && token.len() == 69);
         assert_ne!(token, job_token().unwrap());
-        let seat =
-            Seat::create(&dir, "http://127.0.0.1:9", &token, Some(b"providers: {}\n")).unwrap();
+        let mut told = None;
+        let seat = Seat::create(
+            &dir,
+            "http://127.0.0.1:9",
+            &token,
+            Some(b"providers: {}\n"),
+            |made| {
+                told = Some(made.to_path_buf());
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(told.as_deref(), Some(dir.as_path()));
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&dir), 0o700);
         let config = seat.agent_dir.join("config.yml");
@@ -132,10 +151,10 @@ mod tests {
         assert!(text.contains(&token) && text.contains("http://127.0.0.1:9"));
         assert!(seat.agent_dir.join("models.yml").is_file());
         assert!(
-            Seat::create(&dir, "http://127.0.0.1:9", &token, None).is_err(),
+            Seat::create(&dir, "http://127.0.0.1:9", &token, None, |_| Ok(())).is_err(),
             "an existing dir"
         );
-        seat.remove();
+        assert!(seat.remove());
         assert!(!dir.exists());
     }
 }
