@@ -10,13 +10,15 @@
 //!
 //! Not covered, by Landlock ABI 7: UDP (ABI 10), pathname UNIX sockets (ABI 9: a sandboxed
 //! process can still connect to, say, a docker socket it can name), stat(2) and access(2) (not
-//! mediated), and descriptors opened before the sandbox (inherited ones keep their access).
+//! mediated), and standard input, output and error, which keep the access they were opened with
+//! (every other inherited descriptor is closed at exec: [`close_inherited_descriptors`]).
 
 use std::convert::Infallible;
 use std::ffi::OsString;
 use std::fmt;
 use std::fs;
 use std::io::Write;
+use std::os::fd::RawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -28,6 +30,8 @@ use landlock::{
     RulesetError, RulesetStatus, Scope, ABI,
 };
 use nix::errno::Errno;
+use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+use nix::libc;
 use nix::sys::prctl;
 use nix::unistd::geteuid;
 use serde::{Deserialize, Serialize};
@@ -247,6 +251,9 @@ fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusa
         eprintln!("{tool}: not enforced ({support}): {}", missing.describe());
     }
 
+    close_inherited_descriptors().map_err(|e| {
+        Refusal::cannot_enforce(e.context("cannot close the descriptors the command would inherit"))
+    })?;
     give_up_privileges(identity.as_ref(), args.keep_caps)?;
     // Set here, not only by the crate, so it holds on every path that runs the command.
     prctl::set_no_new_privs()
@@ -267,6 +274,46 @@ fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusa
         .envs(profile_env.map(|(name, value, _)| (name, value)))
         .exec();
     Err(exec_failure(&program, error, identity.is_some()))
+}
+
+/// Marks every descriptor above standard error close-on-exec, so the command inherits only its
+/// stdio. Landlock checks opens, not reads and writes: a descriptor the caller opened (a log, a
+/// socket, a harness file) would keep its access inside the sandbox. Done before the ruleset
+/// exists, while /proc/self/fd is still readable for a kernel older than close_range(2)'s
+/// CLOEXEC flag (Linux 5.11).
+fn close_inherited_descriptors() -> anyhow::Result<()> {
+    // SAFETY: a plain system call on this process's own descriptor table.
+    let marked = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if marked == 0 {
+        return Ok(());
+    }
+    mark_listed_descriptors_cloexec()
+}
+
+/// [`close_inherited_descriptors`] for a kernel without close_range's CLOEXEC flag.
+fn mark_listed_descriptors_cloexec() -> anyhow::Result<()> {
+    for entry in fs::read_dir("/proc/self/fd").context("listing /proc/self/fd")? {
+        let name = entry.context("listing /proc/self/fd")?.file_name();
+        let Some(fd) = name.to_str().and_then(|n| n.parse::<RawFd>().ok()) else {
+            continue;
+        };
+        if fd <= 2 {
+            continue;
+        }
+        match fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)) {
+            // EBADF: the listing's own descriptor, closed by now.
+            Ok(_) | Err(Errno::EBADF) => {}
+            Err(e) => return Err(anyhow!("descriptor {fd}: {e}")),
+        }
+    }
+    Ok(())
 }
 
 /// Which file of the command's exec chain (the program, its `#!` interpreters) the sandbox
@@ -939,7 +986,8 @@ pub const NOT_COVERED: &[(&str, &str)] = &[
     ),
     (
         "inherited_descriptors",
-        "descriptors opened before the sandbox keep their access",
+        "standard input, output and error keep the access they were opened with; every other \
+         inherited descriptor is closed at exec",
     ),
 ];
 
@@ -1112,6 +1160,20 @@ fn probe_in_thread(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fallback_marks_every_descriptor_but_stdio_close_on_exec() {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        let flags = |fd| FdFlag::from_bits_retain(fcntl(fd, FcntlArg::F_GETFD).unwrap());
+        let file = fs::File::open("/dev/null").unwrap();
+        // SAFETY: dup(2) of an open descriptor; the copy is owned by `inherited` alone.
+        let inherited = unsafe { OwnedFd::from_raw_fd(libc::dup(file.as_raw_fd())) };
+        assert!(!flags(inherited.as_raw_fd()).contains(FdFlag::FD_CLOEXEC));
+        let stdio: Vec<FdFlag> = (0..3).map(flags).collect();
+        mark_listed_descriptors_cloexec().unwrap();
+        assert!(flags(inherited.as_raw_fd()).contains(FdFlag::FD_CLOEXEC));
+        assert_eq!((0..3).map(flags).collect::<Vec<_>>(), stdio);
+    }
 
     #[test]
     fn grants_map_to_the_target_abis_rights() {

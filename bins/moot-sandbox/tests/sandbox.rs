@@ -133,6 +133,41 @@ fn check_reports_the_kernel_and_a_real_probe() {
     assert_eq!(stderr(&out), "");
 }
 
+/// Landlock checks opens, not writes: a descriptor the caller left open on a file outside the
+/// grants would be a way out, so the command inherits only its stdio.
+#[test]
+fn a_descriptor_inherited_from_the_caller_is_closed() {
+    let Some(t) = landlock_tree(1, "a_descriptor_inherited_from_the_caller_is_closed") else {
+        return;
+    };
+    let log = fs::File::options().append(true).open(&t.secret).unwrap();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&log);
+    let script = "echo escaped >&7; ls /proc/self/fd";
+    let mut command = Command::new(BIN);
+    command
+        .args(["--rw", path(&t.ws), "--", "sh", "-c", script])
+        .stdin(Stdio::null());
+    // SAFETY: dup2(2) in the forked child before exec; no allocation.
+    unsafe {
+        command.pre_exec(move || {
+            nix::unistd::dup2(fd, 7)?;
+            Ok(())
+        });
+    }
+    let out = command.output().unwrap();
+    assert_eq!(fs::read_to_string(&t.secret).unwrap(), "top secret\n");
+    assert!(
+        stderr(&out).contains("Bad file descriptor"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        !stdout(&out).split_whitespace().any(|fd| fd == "7"),
+        "{}",
+        stdout(&out)
+    );
+}
+
 #[test]
 fn writes_succeed_inside_rw_and_fail_with_eacces_outside() {
     let Some(t) = landlock_tree(1, "writes_succeed_inside_rw_and_fail_with_eacces_outside") else {
