@@ -187,7 +187,7 @@ fn remove_checked(dir: &Removable) -> anyhow::Result<()> {
         let _ = fs::rename(&aside, &dir.path);
         anyhow::bail!("it was replaced while being removed: left alone");
     }
-    fs::remove_dir_all(&aside)
+    crate::tree::remove_tree(&aside)
         .with_context(|| format!("its contents are left, renamed, in {}", aside.display()))
 }
 

@@ -35,4 +35,5 @@ pub mod surrogate;
 pub mod testkit;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit_fs;
+pub mod tree;
 pub mod worktree;

@@ -30,7 +30,7 @@ environment (the seat could read it from /proc); a --model without its provider.
 Every {port} in the command becomes the proxy's port, for moot-sandbox --connect.
 
 Exit status: the command's own; 128+N when signal N ended it; 1 moot-broker failed (upstream
-unreachable, the seat not creatable); 2 a refusal or usage error; 126 the command could not be
+unreachable, the seat not creatable, or not removable after the command succeeded); 2 a refusal or usage error; 126 the command could not be
 run; 127 it was not found.
 
 Examples:

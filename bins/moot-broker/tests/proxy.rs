@@ -393,6 +393,46 @@ fn a_killed_broker_leaves_no_seat_behind() {
     assert!(port_closed(running.port()), "the proxy outlived the broker");
 }
 
+/// The command may leave the seat as it likes: 400 levels deep (more than moot-broker's 256
+/// open files here, where a recursive removal ran out of descriptors), read-only, with a copy
+/// of the bearer at the bottom. moot-broker still removes all of it and passes on the status.
+#[test]
+fn a_seat_the_command_made_deep_and_read_only_is_removed() {
+    use std::os::unix::process::CommandExt;
+    let upstream = upstream("kimi-code", false);
+    let dir = tempfile::tempdir().unwrap();
+    let seat = dir.path().join("seat");
+    let script =
+        "cd \"$HOME\" || exit 9; i=0; while [ $i -lt 400 ]; do mkdir z && cd z || exit 9; \
+                  i=$((i+1)); done; cp \"$PI_CODING_AGENT_DIR/config.yml\" loot; \
+                  chmod 500 \"$PI_CODING_AGENT_DIR\" \"$HOME\"";
+    let mut command = std::process::Command::new(BIN);
+    command
+        .args(["--upstream", &upstream.origin, "--token-file"])
+        .arg(token_file(dir.path()))
+        .args(["--model", "kimi-code/k3", "--seat-dir"])
+        .arg(&seat)
+        .args(["--", "sh", "-c", script])
+        .stdin(std::process::Stdio::null());
+    // SAFETY: setrlimit(2) in the forked child before exec; it allocates nothing.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = nix::libc::rlimit {
+                rlim_cur: 256,
+                rlim_max: 256,
+            };
+            match nix::libc::setrlimit(nix::libc::RLIMIT_NOFILE, &limit) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    }
+    let output = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!seat.exists(), "the seat was left: {stderr}");
+}
+
 #[test]
 fn a_refresh_answered_for_another_provider_is_refused() {
     let upstream = FakeUpstream::start(Behaviour {

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use nix::fcntl::OFlag;
 use nix::libc;
+use nix::sys::signal::SigSet;
 use nix::unistd::{dup2, fork, pipe2, setsid, ForkResult};
 
 /// How long the guard keeps trying: the command may still be writing in the seat while
@@ -71,6 +72,9 @@ impl Guard {
 /// the seat unless moot-broker said it did.
 fn keep_watch(pipe: OwnedFd, dir: PathBuf) -> ! {
     let _ = setsid();
+    // moot-broker reads its signals from a signalfd with them blocked; the guard takes them as
+    // any process does, so a TERM aimed at it ends it.
+    let _ = SigSet::empty().thread_set_mask();
     let pipe = detach(pipe);
     let mut said = String::new();
     let _ = pipe.take(4096).read_to_string(&mut said);
@@ -116,8 +120,8 @@ fn unremoved(said: &str) -> Option<DirId> {
     made
 }
 
-/// Removes `dir` while it is still the directory `id`, trying again while the dying command
-/// writes in it. Symbolic links inside are removed, never followed.
+/// Removes `dir` while it is still the directory `id` (src/tree.rs), trying again while the
+/// dying command writes in it.
 pub fn sweep(dir: &Path, id: DirId) -> bool {
     let mut last = None;
     for _ in 0..SWEEP_TRIES {
@@ -125,7 +129,7 @@ pub fn sweep(dir: &Path, id: DirId) -> bool {
             Ok(meta) if (meta.dev(), meta.ino()) == id => {}
             _ => return true,
         }
-        match std::fs::remove_dir_all(dir) {
+        match crate::tree::remove_tree(dir) {
             Ok(()) => return true,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return true,
             Err(e) => last = Some(e),
@@ -134,7 +138,7 @@ pub fn sweep(dir: &Path, id: DirId) -> bool {
     }
     if let Some(e) = last {
         eprintln!(
-            "moot-broker: cannot remove the seat ({}) after moot-broker died: {e}",
+            "moot-broker: the seat's guard cannot remove the seat ({}): {e}",
             dir.display()
         );
     }

@@ -275,10 +275,13 @@ async fn deliver(job: Job, signals: SignalFd, mut guard: Guard) -> anyhow::Resul
     follower.abort();
     // Both tasks end at their next poll; the listener closes with the server task.
     let _ = server.await;
-    if seat.remove() {
+    let removed = seat.remove();
+    if removed {
         guard.removed();
     }
     outcome.map(|ended| match ended {
+        // A seat left behind holds the job bearer: a success is no longer one.
+        Ended::Ran(0) if !removed => ExitCode::from(EXIT_FAILED),
         Ended::Ran(status) | Ended::NotRun(status) => ExitCode::from(status),
     })
 }

@@ -90,12 +90,12 @@ impl Seat {
         ]
     }
 
-    /// Deletes the seat, saying whether it is gone. Symbolic links inside are removed, never
-    /// followed; a failure is reported on stderr (the guard tries again after moot-broker).
+    /// Deletes the seat, whatever the agent made of it (src/tree.rs: any depth, read-only
+    /// directories, links never followed), saying whether it is gone; a failure is reported on
+    /// stderr, and the guard tries again after moot-broker.
     pub fn remove(&self) -> bool {
-        match fs::remove_dir_all(&self.dir) {
+        match crate::tree::remove_tree(&self.dir) {
             Ok(()) => true,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
             Err(e) => {
                 eprintln!(
                     "moot-broker: cannot remove the seat ({}): {e}",
