@@ -11,15 +11,17 @@ use std::future::Future;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Empty, Full, Limited};
 use hyper::body::{Frame, Incoming};
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
-use tokio::sync::mpsc;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::sync::{mpsc, Semaphore};
 
 /// A response or request body: whole, empty or streamed.
 pub type Body = BoxBody<Bytes, io::Error>;
@@ -44,22 +46,36 @@ pub fn bind_loopback() -> io::Result<std::net::TcpListener> {
     Ok(listener)
 }
 
+/// How many connections [`serve`] holds at once; past it, new ones wait in the listen backlog.
+const MAX_CONNECTIONS: usize = 256;
+/// How long a client has to send a request's headers (hyper's default once a timer is set is
+/// 30 s; a local client needs far less).
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most a connection buffers of a request's head: omp's and the CLIs' are a few KiB.
+const MAX_HEAD: usize = 64 * 1024;
+
 /// Serves HTTP/1.1 on `listener` until the task is dropped, one task per connection.
 ///
 /// Must run inside a tokio runtime ([`runtime`]). A connection that fails (a client that hangs up
-/// mid-request, a handler that aborts its body) ends only that connection.
+/// mid-request, a handler that aborts its body) ends only that connection. Any local process can
+/// connect, so a connection's head is bounded in size and time, and the connections in number:
+/// slow or idle clients cannot pin memory without limit.
 pub async fn serve<H, F>(listener: std::net::TcpListener, handler: H) -> io::Result<()>
 where
     H: Fn(Request<Incoming>) -> F + Clone + Send + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
     let listener = tokio::net::TcpListener::from_std(listener)?;
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
+        let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
+            return Ok(());
+        };
         let (stream, _) = match listener.accept().await {
             Ok(accepted) => accepted,
             // Out of descriptors or a connection reset before accept: keep serving the rest.
             Err(_) => {
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                tokio::time::sleep(Duration::from_millis(10)).await;
                 continue;
             }
         };
@@ -69,10 +85,15 @@ where
                 let response = handler(request);
                 async move { Ok::<_, Infallible>(response.await) }
             });
-            // Errors here are the peer's (a reset) or a deliberately aborted body.
+            // Errors here are the peer's (a reset, a head too slow or too big) or a deliberately
+            // aborted body.
             let _ = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .max_buf_size(MAX_HEAD)
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
+            drop(slot);
         });
     }
 }
@@ -247,6 +268,57 @@ mod tests {
                 assert_eq!(&bytes[..], b"data: 1\n\ndata: 2\n\n");
             },
         );
+    }
+
+    /// What a raw client gets back for `head`, sent as is and never finished; and how long the
+    /// server took to end the connection.
+    fn raw_answer(head: Vec<u8>) -> (String, std::time::Duration) {
+        use std::io::{Read, Write};
+        let mut answer = (String::new(), std::time::Duration::ZERO);
+        with_server(
+            |_request: Request<Incoming>| async move { json(StatusCode::OK, &serde_json::json!({})) },
+            |origin| {
+                let answer = &mut answer;
+                async move {
+                    let address = origin.trim_start_matches("http://").to_string();
+                    let client = tokio::task::spawn_blocking(move || {
+                        let started = std::time::Instant::now();
+                        let mut stream = std::net::TcpStream::connect(address).unwrap();
+                        stream
+                            .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+                            .unwrap();
+                        let _ = stream.write_all(&head);
+                        let mut text = Vec::new();
+                        let _ = stream.read_to_end(&mut text);
+                        (
+                            String::from_utf8_lossy(&text).into_owned(),
+                            started.elapsed(),
+                        )
+                    });
+                    *answer = client.await.unwrap();
+                }
+            },
+        );
+        answer
+    }
+
+    #[test]
+    fn a_head_never_finished_is_dropped_after_the_header_timeout() {
+        let (_, took) = raw_answer(b"GET /v1/healthz HTTP/1.1\r\nHost: x\r\n".to_vec());
+        assert!(took >= HEADER_TIMEOUT, "{took:?}");
+        assert!(
+            took < HEADER_TIMEOUT * 2,
+            "the slow client was held {took:?}"
+        );
+    }
+
+    #[test]
+    fn a_head_over_the_limit_is_refused_at_once() {
+        let mut head = b"GET / HTTP/1.1\r\nX-Pad: ".to_vec();
+        head.extend(std::iter::repeat_n(b'a', MAX_HEAD * 2));
+        let (answer, took) = raw_answer(head);
+        assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
+        assert!(took < HEADER_TIMEOUT, "{took:?}");
     }
 
     #[test]
