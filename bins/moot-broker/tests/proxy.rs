@@ -230,6 +230,28 @@ fn the_proxy_shows_one_provider_and_keeps_every_write_local() {
         StatusCode::BAD_REQUEST
     );
 
+    // A seat cannot grow the view without bound: 32 local blocks a credential, the newest kept,
+    // and no key or scope longer than 256 bytes.
+    for n in 0..40 {
+        let block = json!({"providerKey": format!("k{n}"), "blockScope": "", "blockedUntilMs": 1});
+        post(&format!("/v1/credential/{OWN_ID}/block"), Some(block));
+    }
+    let kept = get("/v1/snapshot", Some(&bearer)).body["credentials"][0]["blocks"].clone();
+    let keys: Vec<&str> = kept
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["providerKey"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys.len(), 32, "{kept}");
+    assert_eq!((keys[0], keys[31]), ("k8", "k39"));
+    let long = json!({"providerKey": "k".repeat(257), "blockScope": "", "blockedUntilMs": 1});
+    assert_eq!(
+        post(&format!("/v1/credential/{OWN_ID}/block"), Some(long)).status,
+        StatusCode::BAD_REQUEST
+    );
+    delete_blocks();
+
     // Refresh: the foreign id is unknown here; the allowed one goes upstream and comes back.
     assert_eq!(
         post(&format!("/v1/credential/{FOREIGN_ID}/refresh"), None).status,
@@ -251,6 +273,18 @@ fn the_proxy_shows_one_provider_and_keeps_every_write_local() {
             .collect::<Vec<_>>(),
         ["id", "provider", "credential", "identityKey"]
     );
+    // A burst of refreshes (a hostile seat's) is answered from the one just made: upstream
+    // rotates shared state on each, so it sees no more of them (counted below).
+    std::thread::scope(|scope| {
+        let burst: Vec<_> = (0..20)
+            .map(|_| scope.spawn(|| post(&format!("/v1/credential/{OWN_ID}/refresh"), None)))
+            .collect();
+        for answer in burst {
+            let answer = answer.join().unwrap();
+            assert_eq!(answer.status, StatusCode::OK);
+            assert_eq!(answer.body, refreshed.body);
+        }
+    });
 
     // Accounting and usage stay here.
     let observed = json!({"installId": "x", "entries": []});

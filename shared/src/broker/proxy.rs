@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, AUTHORIZATION, ETAG, IF_NONE_MATCH};
@@ -27,6 +27,16 @@ const MAX_WAIT: Duration = Duration::from_secs(30);
 const KEEPALIVE: Duration = Duration::from_secs(15);
 /// The largest request body read from omp.
 const BODY_LIMIT: usize = 64 * 1024;
+/// The most blocks the job keeps per credential; the oldest goes first. omp sets one per key
+/// and scope it saw fail, a handful in a job: the bound only keeps a hostile seat from growing
+/// every snapshot (and every open stream's queue of them) without limit.
+const MAX_LOCAL_BLOCKS: usize = 32;
+/// How long one upstream refresh answers every refresh of its credential. omp refreshes after a
+/// model 401, once; a seat asking again within this gets the same answer.
+const REFRESH_INTERVAL: Duration = Duration::from_secs(5);
+/// The longest `providerKey` or `blockScope` a block may carry (omp's are a provider and an
+/// auth kind, such as `kimi-code:api_key`).
+const MAX_BLOCK_FIELD: usize = 256;
 /// The keys of a snapshot entry omp accepts; anything else upstream adds is dropped, since omp
 /// rejects unknown keys.
 const ENTRY_KEYS: [&str; 6] = [
@@ -45,9 +55,19 @@ pub struct Proxy {
     upstream: Upstream,
     view: Mutex<View>,
     changed: watch::Sender<u64>,
+    /// The last refresh forwarded upstream; held while one is in flight.
+    last_refresh: tokio::sync::Mutex<Option<Refreshed>>,
     /// Whether the seat ever made an authorized request: a seat that failed without one could
     /// not reach its proxy (a sandbox without the proxy's port), which moot-broker then says.
     reached: AtomicBool,
+}
+
+/// A refresh upstream answered, replayed to the seat for [`REFRESH_INTERVAL`].
+struct Refreshed {
+    id: i64,
+    at: Instant,
+    status: StatusCode,
+    answer: Value,
 }
 
 #[derive(Default)]
@@ -164,6 +184,7 @@ impl Proxy {
             upstream,
             view: Mutex::new(View::default()),
             changed,
+            last_refresh: tokio::sync::Mutex::new(None),
             reached: AtomicBool::new(false),
         });
         proxy.apply(snapshot);
@@ -375,6 +396,9 @@ impl Proxy {
                     b["providerKey"] != block["providerKey"]
                         || b["blockScope"] != block["blockScope"]
                 });
+                if blocks.len() >= MAX_LOCAL_BLOCKS {
+                    blocks.remove(0);
+                }
                 blocks.push(block);
                 self.bump(&mut view);
                 ok()
@@ -390,21 +414,42 @@ impl Proxy {
         }
     }
 
-    /// Forwards a refresh of an allowed credential; the answer must be that credential, of this
-    /// provider, or omp gets a 502 and the view keeps the old one.
+    /// A refresh of an allowed credential, at most one upstream per [`REFRESH_INTERVAL`]: a
+    /// refresh rotates shared state (an OAuth token at the provider), so concurrent and repeated
+    /// ones wait for the one in flight and get its answer rather than each reaching upstream.
     async fn refresh(&self, id: i64) -> Response<Body> {
+        let mut last = self.last_refresh.lock().await;
+        if let Some(done) = last.as_ref() {
+            if done.id == id && done.at.elapsed() < REFRESH_INTERVAL {
+                return http::json(done.status, &done.answer);
+            }
+        }
+        let (status, answer) = self.forward_refresh(id).await;
+        *last = Some(Refreshed {
+            id,
+            at: Instant::now(),
+            status,
+            answer: answer.clone(),
+        });
+        http::json(status, &answer)
+    }
+
+    /// Forwards a refresh upstream; the answer must be that credential, of this provider, or
+    /// omp gets a 502 and the view keeps the old one.
+    async fn forward_refresh(&self, id: i64) -> (StatusCode, Value) {
+        let failed = |status, message: &str| (status, json!({ "error": message }));
         let (status, body) = match self.upstream.refresh(id).await {
             Ok(answer) => answer,
-            Err(e) => return error(StatusCode::BAD_GATEWAY, &format!("{e:#}")),
+            Err(e) => return failed(StatusCode::BAD_GATEWAY, &format!("{e:#}")),
         };
         if status != StatusCode::OK {
-            return error(status, &format!("upstream refused the refresh ({status})"));
+            return failed(status, &format!("upstream refused the refresh ({status})"));
         }
         let entry = serde_json::from_slice::<Value>(&body)
             .ok()
             .and_then(|answer| View::admit(&self.provider, &answer["entry"]));
         let Some((answered, fresh)) = entry.filter(|(answered, _)| *answered == id) else {
-            return error(
+            return failed(
                 StatusCode::BAD_GATEWAY,
                 "upstream answered the refresh with another credential or provider",
             );
@@ -422,7 +467,7 @@ impl Proxy {
         for key in ["id", "provider", "credential", "identityKey"] {
             reply.insert(key.into(), fresh.get(key).cloned().unwrap_or(Value::Null));
         }
-        http::json(StatusCode::OK, &json!({ "entry": reply }))
+        (StatusCode::OK, json!({ "entry": reply }))
     }
 
     fn emptied(&self, list: &str) -> Response<Body> {
@@ -476,8 +521,9 @@ fn is_block(body: &Value) -> bool {
     let Some(object) = body.as_object() else {
         return false;
     };
-    body["providerKey"].as_str().is_some_and(|k| !k.is_empty())
-        && body["blockScope"].is_string()
+    let field = |name: &str| body[name].as_str().map(str::len);
+    field("providerKey").is_some_and(|len| (1..=MAX_BLOCK_FIELD).contains(&len))
+        && field("blockScope").is_some_and(|len| len <= MAX_BLOCK_FIELD)
         && body["blockedUntilMs"].is_number()
         && object.get("updatedAtMs").is_none_or(Value::is_number)
         && object.keys().all(|k| {
@@ -557,5 +603,12 @@ mod tests {
             &json!({"providerKey": "k", "blockScope": "", "blockedUntilMs": 1, "x": 1})
         ));
         assert!(!is_block(&json!([])));
+        let long = "k".repeat(MAX_BLOCK_FIELD + 1);
+        assert!(!is_block(
+            &json!({"providerKey": long, "blockScope": "", "blockedUntilMs": 1})
+        ));
+        assert!(!is_block(
+            &json!({"providerKey": "k", "blockScope": long, "blockedUntilMs": 1})
+        ));
     }
 }
