@@ -414,13 +414,23 @@ fn a_killed_broker_leaves_no_seat_behind() {
     nix::sys::signal::kill(broker, Signal::SIGKILL).unwrap();
     let (status, _) = wait_output(&mut running.child, Duration::from_secs(20));
     assert_eq!(status.code(), None, "SIGKILL ended it");
+    // Running, not a zombie its new parent has yet to reap.
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{command}/stat")).is_ok_and(|stat| {
+            stat.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with(|c| c != 'Z')
+        })
+    };
     let started = Instant::now();
-    while running.seat.exists() || std::path::Path::new(&format!("/proc/{command}")).exists() {
+    while running.seat.exists() || alive() {
         assert!(
             started.elapsed() < Duration::from_secs(20),
             "seat left: {}, command alive: {}",
             running.seat.exists(),
-            std::path::Path::new(&format!("/proc/{command}")).exists()
+            alive()
         );
         std::thread::sleep(Duration::from_millis(50));
     }
