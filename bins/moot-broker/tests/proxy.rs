@@ -411,6 +411,16 @@ fn a_killed_broker_leaves_no_seat_behind() {
         "the command inherited a descriptor of moot-broker's"
     );
     let broker = nix::unistd::Pid::from_raw(running.child.id() as i32);
+    let children =
+        std::fs::read_to_string(format!("/proc/{broker}/task/{broker}/children")).unwrap();
+    let names: Vec<String> = children
+        .split_whitespace()
+        .map(|pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default())
+        .collect();
+    assert!(
+        names.iter().any(|name| name.trim() == "moot-seat-guard"),
+        "no guard among moot-broker's children: {names:?}"
+    );
     nix::sys::signal::kill(broker, Signal::SIGKILL).unwrap();
     let (status, _) = wait_output(&mut running.child, Duration::from_secs(20));
     assert_eq!(status.code(), None, "SIGKILL ended it");

@@ -75,6 +75,8 @@ fn keep_watch(pipe: OwnedFd, dir: PathBuf) -> ! {
     // moot-broker reads its signals from a signalfd with them blocked; the guard takes them as
     // any process does, so a TERM aimed at it ends it.
     let _ = SigSet::empty().thread_set_mask();
+    // Shown by ps and top, so the process left after moot-broker explains itself.
+    let _ = nix::sys::prctl::set_name(c"moot-seat-guard");
     let pipe = detach(pipe);
     let mut said = String::new();
     let _ = pipe.take(4096).read_to_string(&mut said);
