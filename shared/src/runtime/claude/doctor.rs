@@ -17,9 +17,13 @@ pub static CERTIFY: Certify = Certify {
 };
 
 /// Claude Code takes its provider from the environment alone: the origin, a dummy key, no
-/// telemetry or updater traffic, and one quick retry.
-fn fake_home(_home: &Path, origin: &str) -> io::Result<FakeHome> {
+/// telemetry or updater traffic, and one quick retry. Its temporary directory is moved into the
+/// private HOME (by default it is the shared `/tmp/claude-<uid>`), so it goes with the HOME.
+fn fake_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
+    let temp = home.join("claude-tmp");
+    std::fs::create_dir(&temp)?;
     let mut fake = FakeHome::with_env(&[
+        ("CLAUDE_CODE_TMPDIR", temp.to_string_lossy().into_owned()),
         ("ANTHROPIC_BASE_URL", origin.to_string()),
         ("ANTHROPIC_API_KEY", "dummy-not-a-secret".into()),
         ("DISABLE_TELEMETRY", "1".into()),
@@ -32,6 +36,7 @@ fn fake_home(_home: &Path, origin: &str) -> io::Result<FakeHome> {
     // The preset keeps the origin and the key; these knobs it drops, and without the retry
     // limit a dropped stream is retried ten times with backoff.
     fake.keep = [
+        "CLAUDE_CODE_TMPDIR",
         "DISABLE_TELEMETRY",
         "DISABLE_ERROR_REPORTING",
         "DISABLE_AUTOUPDATER",
