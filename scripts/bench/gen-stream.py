@@ -45,6 +45,8 @@ DIALECTS = {
               span_between('"type":"item.started"', '"type":"agent_message"')),
     "kimi": ("kimi/real-code-tool-with-exit.ndjson",
              span_between('"tool_calls"', '"role":"assistant","content"')),
+    "opencode": ("opencode/real-tool.ndjson",
+                 span_between('"type":"step_start"', '"type":"step_start"')),
 }
 
 

@@ -73,6 +73,10 @@ fn missing(meta: &Meta) -> Vec<String> {
                 && is_file(&format!("fuzz/fuzz_targets/parse_{dialect}.rs")),
             format!("the fuzz target parse_{dialect}"),
         );
+        need(
+            read("scripts/bench/gen-stream.py").contains(&format!("    \"{dialect}\": (")),
+            format!("a {dialect} stream in scripts/bench/gen-stream.py"),
+        );
         let setup = format!("setup_{}() {{", name.replace('-', "_"));
         need(
             read("scripts/realcli/e2e.sh").contains(&setup),
@@ -163,6 +167,7 @@ fn a_runtime_without_its_pieces_is_reported() {
         "man/moot-parse-ghost.1",
         "25 goldens in testdata/ghost/ (has 0)",
         "the fuzz target parse_ghost",
+        "a ghost stream in scripts/bench/gen-stream.py",
         "setup_ghost() { in scripts/realcli/e2e.sh",
         "its moot-doctor record (doctor: Some(..) from its doctor.rs)",
     ] {
