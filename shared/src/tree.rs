@@ -84,18 +84,20 @@ impl Spare {
             self.next += 1;
             match fs::rename(dir, &to) {
                 Ok(()) => return Ok(()),
-                Err(e) if self.taken(&e) => continue,
+                Err(e) if taken(&e) => continue,
                 Err(e) => return Err(e),
             }
         }
     }
+}
 
-    fn taken(&self, error: &io::Error) -> bool {
-        matches!(
-            error.raw_os_error(),
-            Some(nix::libc::ENOTEMPTY | nix::libc::EEXIST | nix::libc::ENOTDIR | nix::libc::EISDIR)
-        ) && self.next < u64::MAX
-    }
+/// Whether rename(2) failed because its target name is in use (by a file, or a directory that
+/// is not empty or is an ancestor of the one moved).
+fn taken(error: &io::Error) -> bool {
+    matches!(
+        error.raw_os_error(),
+        Some(nix::libc::ENOTEMPTY | nix::libc::EEXIST | nix::libc::ENOTDIR | nix::libc::EISDIR)
+    )
 }
 
 #[cfg(test)]
