@@ -40,6 +40,7 @@ JQ_SELECT = {
     "claude": 'select(.type=="assistant" or .type=="result")',
     "codex": 'select(.type=="item.completed" or .type=="turn.completed")',
     "kimi": 'select(.role=="assistant" or .role=="meta")',
+    "opencode": 'select(.type=="text" or .type=="step_finish")',
 }
 # The stdin pipe a parser asks the kernel for (shared/src/parse.rs, PIPE_BYTES).
 WIDE_PIPE_BYTES = 1024 * 1024
