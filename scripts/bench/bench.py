@@ -123,7 +123,10 @@ def longest_line(path):
 def tiny_job(tool, path):
     """The smallest real job of each tool: a parser reads its CLI's real one-answer capture;
     moot-render renders a short prompt; moot-run and moot-sandbox (a whole Landlock ruleset)
-    run /bin/true, so over /bin/true is their own cost."""
+    run /bin/true, so over /bin/true is their own cost. None for a tool whose smallest job needs
+    a peer the bench does not start (moot-broker an upstream broker, moot-doctor a real CLI)."""
+    if tool in ("moot-broker", "moot-doctor"):
+        return None
     if tool in PARSERS:
         capture = os.path.join(ROOT, "testdata", dialect_of(tool), "real-plain.ndjson")
         return f"{path} < {capture}"
@@ -144,7 +147,8 @@ def startup(bin_dir, reps, dynamic_dir=None):
         if not os.path.exists(path):
             continue
         version = per_run(f"{path} --version", reps)
-        tiny = per_run(tiny_job(tool, path), reps)
+        job = tiny_job(tool, path)
+        tiny = per_run(job, reps) if job else None
         dynamic = os.path.join(dynamic_dir, tool) if dynamic_dir else None
         dynamic_version = per_run(f"{dynamic} --version", reps) if dynamic else None
         runs.append((tool, version, tiny, dynamic_version))
@@ -270,7 +274,8 @@ def main():
     print(f"| tool | `--version` | over /bin/true | tiny job | over /bin/true{dynamic_head[0]} |")
     print(f"|---|---|---|---|---{dynamic_head[1]}|")
     for tool, version, tiny, dynamic in runs:
-        tiny_cells = f"{tiny * 1000:.2f} ms | {(tiny - baseline) * 1000:+.2f} ms"
+        tiny_cells = ("n/a | n/a" if tiny is None else
+                      f"{tiny * 1000:.2f} ms | {(tiny - baseline) * 1000:+.2f} ms")
         dynamic_cells = (f" | {dynamic * 1000:.2f} ms | {(dynamic - baseline) * 1000:+.2f} ms"
                          if dynamic is not None else "")
         print(f"| {tool} | {version * 1000:.2f} ms | {(version - baseline) * 1000:+.2f} ms | "
