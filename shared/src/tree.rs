@@ -131,26 +131,13 @@ mod tests {
 
     #[test]
     fn a_tree_deeper_than_the_open_file_limit_goes_whole() {
-        use std::os::unix::process::CommandExt;
         let mut child = std::process::Command::new(std::env::current_exe().unwrap());
         child.args([
             "--exact",
             "tree::tests::deep_tree_under_a_low_file_limit",
             "--ignored",
         ]);
-        // SAFETY: setrlimit(2) in the forked child before exec; it allocates nothing.
-        unsafe {
-            child.pre_exec(|| {
-                let limit = nix::libc::rlimit {
-                    rlim_cur: 64,
-                    rlim_max: 64,
-                };
-                match nix::libc::setrlimit(nix::libc::RLIMIT_NOFILE, &limit) {
-                    0 => Ok(()),
-                    _ => Err(std::io::Error::last_os_error()),
-                }
-            });
-        }
+        crate::testkit::limit_open_files(&mut child, 64);
         let out = child.output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{text}");

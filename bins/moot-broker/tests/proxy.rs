@@ -452,7 +452,6 @@ fn a_killed_broker_leaves_no_seat_behind() {
 /// of the bearer at the bottom. moot-broker still removes all of it and passes on the status.
 #[test]
 fn a_seat_the_command_made_deep_and_read_only_is_removed() {
-    use std::os::unix::process::CommandExt;
     let upstream = upstream("kimi-code", false);
     let dir = tempfile::tempdir().unwrap();
     let seat = dir.path().join("seat");
@@ -468,19 +467,7 @@ fn a_seat_the_command_made_deep_and_read_only_is_removed() {
         .arg(&seat)
         .args(["--", "sh", "-c", script])
         .stdin(std::process::Stdio::null());
-    // SAFETY: setrlimit(2) in the forked child before exec; it allocates nothing.
-    unsafe {
-        command.pre_exec(|| {
-            let limit = nix::libc::rlimit {
-                rlim_cur: 256,
-                rlim_max: 256,
-            };
-            match nix::libc::setrlimit(nix::libc::RLIMIT_NOFILE, &limit) {
-                0 => Ok(()),
-                _ => Err(std::io::Error::last_os_error()),
-            }
-        });
-    }
+    moot::testkit::limit_open_files(&mut command, 256);
     let output = command.output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
