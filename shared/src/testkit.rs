@@ -850,21 +850,3 @@ pub fn text_failure_starts_with(bin: &str, dialect: &str, name: &str, prefix: &s
     let stderr = text_failure(bin, dialect, name, &[]);
     assert!(stderr.starts_with(prefix), "{dialect}/{name}: {stderr}");
 }
-
-/// Limits `command`'s open files to `limit` (soft and hard), set in the child before exec.
-pub fn limit_open_files(command: &mut Command, limit: u64) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: setrlimit(2) in the forked child before exec; it allocates nothing.
-    unsafe {
-        command.pre_exec(move || {
-            let limit = nix::libc::rlimit {
-                rlim_cur: limit,
-                rlim_max: limit,
-            };
-            match nix::libc::setrlimit(nix::libc::RLIMIT_NOFILE, &limit) {
-                0 => Ok(()),
-                _ => Err(std::io::Error::last_os_error()),
-            }
-        });
-    }
-}

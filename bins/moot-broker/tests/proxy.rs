@@ -467,7 +467,7 @@ fn a_seat_the_command_made_deep_and_read_only_is_removed() {
         .arg(&seat)
         .args(["--", "sh", "-c", script])
         .stdin(std::process::Stdio::null());
-    moot::testkit::limit_open_files(&mut command, 256);
+    moot::testkit_fs::limit_open_files(&mut command, 256);
     let output = command.output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
