@@ -87,7 +87,33 @@ fn missing(meta: &Meta) -> Vec<String> {
             "its moot-doctor record (doctor: Some(..) from its doctor.rs)".to_string(),
         );
     }
+    let listed = preset_in_man_page(name);
+    let groups = meta.env.indivisible.iter().copied().flatten();
+    for kept in meta.env.names.iter().chain(groups) {
+        need(
+            listed.as_deref().is_some_and(|text| text.contains(kept)),
+            format!("{kept} in the {name} entry of man/moot-run.1's environment presets"),
+        );
+    }
+    need(
+        listed.is_some(),
+        format!("an entry for {name} in man/moot-run.1's environment presets"),
+    );
     missing
+}
+
+/// The text man/moot-run.1 gives `runtime` among its environment presets: the `.TP` entry whose
+/// tag line names it.
+fn preset_in_man_page(runtime: &str) -> Option<String> {
+    let page = read("man/moot-run.1");
+    let start = page.find(".B Environment presets.")?;
+    let end = start + page[start..].find("\n.PP\n")?;
+    page[start..end].split("\n.TP\n").skip(1).find_map(|entry| {
+        let (tag, text) = entry.split_once('\n')?;
+        let tag = tag.replace("\\-", "-");
+        let mut names = tag.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'));
+        names.any(|word| word == runtime).then(|| text.to_string())
+    })
 }
 
 #[test]

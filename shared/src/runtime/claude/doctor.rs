@@ -22,7 +22,7 @@ pub static CERTIFY: Certify = Certify {
 fn fake_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
     let temp = home.join("claude-tmp");
     std::fs::create_dir(&temp)?;
-    let mut fake = FakeHome::with_env(&[
+    Ok(FakeHome::with_env(&[
         ("CLAUDE_CODE_TMPDIR", temp.to_string_lossy().into_owned()),
         ("ANTHROPIC_BASE_URL", origin.to_string()),
         ("ANTHROPIC_API_KEY", "dummy-not-a-secret".into()),
@@ -32,18 +32,5 @@ fn fake_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
         ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
         ("CLAUDE_CODE_MAX_RETRIES", "1".into()),
         ("MOOT_CLAUDE_DEFAULT_EFFORT", "low".into()),
-    ]);
-    // The preset keeps the origin and the key; these knobs it drops, and without the retry
-    // limit a dropped stream is retried ten times with backoff.
-    fake.keep = [
-        "CLAUDE_CODE_TMPDIR",
-        "DISABLE_TELEMETRY",
-        "DISABLE_ERROR_REPORTING",
-        "DISABLE_AUTOUPDATER",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
-        "CLAUDE_CODE_MAX_RETRIES",
-    ]
-    .map(String::from)
-    .to_vec();
-    Ok(fake)
+    ]))
 }

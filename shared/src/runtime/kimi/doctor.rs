@@ -65,10 +65,6 @@ fn kimi_code_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
         ("KIMI_CODE_NO_AUTO_UPDATE", "1".into()),
     ]);
     fake.stderr_file = true;
-    // The preset keeps KIMI_CODE_HOME; these knobs it drops.
-    fake.keep = ["KIMI_DISABLE_TELEMETRY", "KIMI_CODE_NO_AUTO_UPDATE"]
-        .map(String::from)
-        .to_vec();
     fake.parser_flags = vec![
         "--session-store".into(),
         dir.join("sessions").display().to_string(),
@@ -86,6 +82,5 @@ fn kimi_cli_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
     )?;
     let mut fake = FakeHome::with_env(&[("KIMI_DISABLE_TELEMETRY", "1".into())]);
     fake.stderr_file = true;
-    fake.keep = vec!["KIMI_DISABLE_TELEMETRY".into()];
     Ok(fake)
 }

@@ -7,6 +7,7 @@ pub mod meta;
 pub mod store;
 pub mod stream;
 
-/// Kimi keeps nothing beyond the common allowlist under `moot-run --env-preset kimi`: it
-/// authenticates once with `kimi login` and reads that session from its home directory.
-pub const ENV_ALLOWLIST: &[&str] = &[];
+/// Kimi keeps no credential under `moot-run --env-preset kimi`: it authenticates once with
+/// `kimi login` and reads that session from its home directory. It keeps the opt-outs a user
+/// set on purpose (telemetry, Kimi Code's updater).
+pub const ENV_ALLOWLIST: &[&str] = &["KIMI_DISABLE_TELEMETRY", "KIMI_CODE_NO_AUTO_UPDATE"];
