@@ -239,6 +239,40 @@ fn a_version_out_of_range_is_reported_and_fails_only_with_strict() {
     assert_eq!(strict.status.code(), Some(1), "{}", stderr(&strict));
 }
 
+/// The version probe runs the CLI confined like its scenarios: a CLI that writes outside its
+/// grants when asked its version is refused, and its version is still read.
+#[test]
+fn the_version_probe_runs_in_the_sandbox() {
+    let dir = tempfile::tempdir().unwrap();
+    // Outside every grant of codex's profile (not /tmp, not the private HOME).
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let canary = outside.path().join("written-by-the-version-probe");
+    let program = stub(
+        dir.path(),
+        "0.171.0",
+        &rows(&codex_turn("turn.completed")),
+        0,
+    );
+    let script = fs::read_to_string(&program).unwrap().replacen(
+        "--version)",
+        &format!(
+            "--version) echo escaped >'{}' 2>/dev/null;",
+            canary.display()
+        ),
+        1,
+    );
+    fs::write(&program, script).unwrap();
+    let out = doctor()
+        .arg("--program")
+        .arg(&program)
+        .args(["codex", "--scenario", "plain"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("| 0.171.0 | yes |"));
+    assert!(!canary.exists(), "the probe wrote {}", canary.display());
+}
+
 #[test]
 fn keep_leaves_every_transcript_envelope_and_stderr() {
     let dir = tempfile::tempdir().unwrap();

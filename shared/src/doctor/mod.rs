@@ -300,13 +300,14 @@ fn certify_into(
     let fake = (certify.fake_home)(&home, &model.origin()).context("the private HOME")?;
     let env = Env::new(&home, &bin, program.parent(), &fake);
 
-    let printed = pipeline::probe(
-        &env,
-        &bin.join(meta.executable),
-        certify.version_args,
-        dir.path(),
-        PROBE_LIMIT,
-    )?;
+    let [_, _, sandbox, _] = &tools;
+    let probe = pipeline::Probe {
+        sandbox,
+        runtime: meta.name,
+        program: &bin.join(meta.executable),
+        args: certify.version_args,
+    };
+    let printed = pipeline::probe(&env, &probe, dir.path(), PROBE_LIMIT)?;
     report.version = version_in(&printed);
     report.in_range = report
         .version

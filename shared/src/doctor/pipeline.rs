@@ -1,7 +1,7 @@
 //! One run of a CLI through the README's pipeline, with moot's own tools:
 //! `moot-render RT … | moot-run … --env-preset RT … -- moot-sandbox --profile RT … -- | moot-parse-P`,
-//! in a private HOME, and the version probe. Nothing here reads the caller's HOME or config:
-//! every process gets an environment built from scratch (see [`Env`]).
+//! in a private HOME, and the version probe, confined the same way. Nothing here reads the
+//! caller's HOME or config: every process gets an environment built from scratch (see [`Env`]).
 
 use std::ffi::OsString;
 use std::fs::{self, File};
@@ -77,18 +77,26 @@ impl Env {
     }
 }
 
+/// What a version probe runs: the CLI, its flags, and the sandbox it runs in.
+pub struct Probe<'a> {
+    pub sandbox: &'a Path,
+    pub runtime: &'a str,
+    pub program: &'a Path,
+    pub args: &'a [&'a str],
+}
+
 /// Runs `program ARGS` and returns what it printed (stdout then stderr), ending it after
-/// `limit`. The CLI runs in the private HOME: some write there even to print a version.
-pub fn probe(
-    env: &Env,
-    program: &Path,
-    args: &[&str],
-    dir: &Path,
-    limit: Duration,
-) -> Result<String> {
+/// `limit`. The CLI runs in the private HOME, confined like a scenario's run
+/// (`moot-sandbox --profile RT`): some write there even to print a version, and a CLI that is
+/// not what it claims gets no more of the machine for being asked its version.
+pub fn probe(env: &Env, probe: &Probe, dir: &Path, limit: Duration) -> Result<String> {
     let out = dir.join("version.out");
+    let program = probe.program;
+    let args = probe.args;
     let mut child = env
-        .command(program)
+        .command(probe.sandbox)
+        .args(["--profile", probe.runtime, "--"])
+        .arg(program)
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
