@@ -239,6 +239,43 @@ fn a_version_out_of_range_is_reported_and_fails_only_with_strict() {
     assert_eq!(strict.status.code(), Some(1), "{}", stderr(&strict));
 }
 
+/// What a CLI leaves in its workspace is removed with the rest of the doctor's temporary
+/// directory, even a tree deeper than the doctor's open-file limit (`remove_dir_all` holds a
+/// descriptor per level and gives up there).
+#[test]
+fn a_deep_tree_the_cli_left_is_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let temp = tempfile::tempdir().unwrap();
+    let program = stub(
+        dir.path(),
+        "0.171.0",
+        &rows(&codex_turn("turn.completed")),
+        0,
+    );
+    let script = fs::read_to_string(&program).unwrap().replacen(
+        "cat <<'ROWS'",
+        "i=0; (while [ $i -lt 400 ]; do mkdir d && cd d || exit; i=$((i+1)); done)\ncat <<'ROWS'",
+        1,
+    );
+    fs::write(&program, script).unwrap();
+    let mut command = doctor();
+    command
+        .env("TMPDIR", temp.path())
+        .arg("--program")
+        .arg(&program)
+        .args(["codex", "--scenario", "plain", "--scenario", "error"]);
+    moot::testkit_fs::limit_open_files(&mut command, 256);
+    let out = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // The stub answers the error scenario too, so that one differs; the plain one, run in the
+    // first workspace, passes.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stdout.contains("| plain | ok | ok | pass |"), "{stdout}");
+    assert!(!stderr(&out).contains("cannot remove"), "{}", stderr(&out));
+    let left: Vec<_> = fs::read_dir(temp.path()).unwrap().collect();
+    assert!(left.is_empty(), "left in TMPDIR: {left:?}");
+}
+
 /// The version probe runs the CLI confined like its scenarios: a CLI that writes outside its
 /// grants when asked its version is refused, and its version is still read.
 #[test]

@@ -22,6 +22,7 @@ use crate::fake_model::{self, FakeModel};
 use crate::model::doctor::{known_good, known_good_range, same_major, version_in};
 use crate::model::{Certify, FakeHome, Meta};
 use crate::registry;
+use crate::tree;
 
 use output::{Report, RuntimeReport, ScenarioReport};
 use pipeline::{Env, Outcome, Pipeline};
@@ -245,13 +246,40 @@ fn certify_one(args: &DoctorArgs, meta: &'static Meta, certify: &'static Certify
     report
 }
 
+/// One certification's private temporary directory: the HOME, the workspace and the stages,
+/// which the CLI under certification wrote into. It is removed with [`tree::remove_tree`] when
+/// it drops: a hostile CLI's deep or read-only trees defeat `remove_dir_all`, not that.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn create() -> Result<Scratch> {
+        let dir = tempfile::Builder::new()
+            .prefix("moot-doctor.")
+            .tempdir()
+            .context("a private temporary directory")?;
+        Ok(Scratch(dir.keep()))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if let Err(e) = tree::remove_tree(&self.0) {
+            eprintln!("moot-doctor: cannot remove {}: {e}", self.0.display());
+        }
+    }
+}
+
 /// Everything one runtime's certification holds while it runs. Its temporary directory (the
 /// private HOME, the workspace, the stages) is removed when it drops.
 struct Bench<'a> {
     args: &'a DoctorArgs,
     meta: &'static Meta,
     certify: &'static Certify,
-    dir: tempfile::TempDir,
+    dir: Scratch,
     model: FakeModel,
     fake: FakeHome,
     env: Env,
@@ -279,10 +307,7 @@ fn certify_into(
     };
     report.program = Some(program.display().to_string());
     let tools = Pipeline::tools(meta)?;
-    let dir = tempfile::Builder::new()
-        .prefix("moot-doctor.")
-        .tempdir()
-        .context("a private temporary directory")?;
+    let dir = Scratch::create()?;
     let home = dir.path().join("home");
     let bin = dir.path().join("bin");
     let dump = dir.path().join("dump");
@@ -404,9 +429,7 @@ impl Bench<'_> {
     /// A fresh git workspace, an empty dump of requests, and the fake model set to `fake`.
     fn prepare(&self, fake: &str) -> Result<()> {
         let ws = &self.workspace;
-        if ws.exists() {
-            fs::remove_dir_all(ws)?;
-        }
+        tree::remove_tree(ws).with_context(|| format!("the last workspace, {}", ws.display()))?;
         fs::create_dir(ws)?;
         let git = |args: &[&str]| -> Result<()> {
             let status = Command::new("git")
@@ -447,11 +470,7 @@ impl Bench<'_> {
     fn clear_dump(&self) -> Result<()> {
         for entry in fs::read_dir(self.dump())? {
             let path = entry?.path();
-            if path.is_dir() {
-                fs::remove_dir_all(&path)?;
-            } else {
-                fs::remove_file(&path)?;
-            }
+            tree::remove_tree(&path)?;
         }
         Ok(())
     }
