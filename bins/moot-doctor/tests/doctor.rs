@@ -1,8 +1,8 @@
 //! moot-doctor as a user runs it: the built tool with its built siblings (moot-render,
-//! moot-run, moot-sandbox, moot-parse-*), against stub CLIs that imitate codex (a correct one,
-//! one whose terminal event is renamed, one that exits 0 after an error row) and against every
-//! pinned real CLI installed by scripts/realcli/install.sh (a missing one fails under
-//! MOOT_NO_SKIP).
+//! moot-run, moot-sandbox, moot-parse-*), against stub CLIs that imitate codex and Claude Code
+//! (a correct one, one whose terminal event is renamed, one that exits 0 after an error row)
+//! and against every pinned real CLI installed by scripts/realcli/install.sh (a missing one
+//! fails under MOOT_NO_SKIP).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -31,12 +31,24 @@ const ANSWER_ROW: &str = r#"{"type":"item.completed","item":{"id":"item_0","type
 /// An executable script `dir/codex` that prints `version` for `--version` and otherwise `rows`
 /// (then exits `status`), imitating codex without a model.
 fn stub(dir: &Path, version: &str, rows: &[&str], status: u8) -> PathBuf {
-    let path = dir.join("codex");
+    stub_cli(dir, "codex", &format!("codex-cli {version}"), rows, status)
+}
+
+/// An executable script `dir/executable` that prints `version_line` for `--version` and
+/// otherwise `rows` (then exits `status`): a CLI without a model.
+fn stub_cli(
+    dir: &Path,
+    executable: &str,
+    version_line: &str,
+    rows: &[&str],
+    status: u8,
+) -> PathBuf {
+    let path = dir.join(executable);
     let body = rows.join("\n");
     fs::write(
         &path,
         format!(
-            "#!/bin/sh\ncase \"$1\" in --version) echo \"codex-cli {version}\"; exit 0;; esac\n\
+            "#!/bin/sh\ncase \"$1\" in --version) echo '{version_line}'; exit 0;; esac\n\
              cat <<'ROWS'\n{body}\nROWS\nexit {status}\n"
         ),
     )
@@ -146,6 +158,50 @@ fn a_cli_that_reads_right_passes_and_one_that_drifted_fails_naming_the_scenario(
         "{}",
         stderr(&lying)
     );
+}
+
+/// Drift in a second dialect: Claude Code's own captured stream passes; the same stream with
+/// its result row renamed, or a captured error stream that exits 0, fails naming the scenario.
+#[test]
+fn a_claude_release_that_drifted_fails_naming_the_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = |name: &str| {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../testdata/claude")
+            .join(name);
+        fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+    let run = |stream: &str| {
+        let sub = tempfile::tempdir_in(dir.path()).unwrap();
+        let rows: Vec<&str> = stream.lines().collect();
+        let program = stub_cli(sub.path(), "claude", "2.1.332 (Claude Code)", &rows, 0);
+        doctor()
+            .arg("--program")
+            .arg(&program)
+            .args(["claude", "--scenario", "plain"])
+            .output()
+            .unwrap()
+    };
+    let plain = capture("real-plain.ndjson");
+    let good = run(&plain);
+    assert_eq!(good.status.code(), Some(0), "{}", stderr(&good));
+    assert!(String::from_utf8_lossy(&good.stdout)
+        .contains("| claude | 2.1.332 | yes | plain | ok | ok | pass |"));
+
+    let renamed = plain.replace(r#""type":"result""#, r#""type":"final""#);
+    assert_ne!(renamed, plain, "the capture has no result row to rename");
+    for (drift, stream) in [
+        ("renamed", renamed),
+        ("lying", capture("real-error.ndjson")),
+    ] {
+        let out = run(&stream);
+        assert_eq!(out.status.code(), Some(1), "{drift}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("moot-doctor: claude plain: expected ok, observed "),
+            "{drift}: {}",
+            stderr(&out)
+        );
+    }
 }
 
 #[test]
