@@ -321,6 +321,41 @@ mod tests {
         assert!(took < HEADER_TIMEOUT, "{took:?}");
     }
 
+    /// Past [`MAX_CONNECTIONS`] held connections a new one is not served (it waits in the listen
+    /// backlog, it is not refused), and it is served once one of them ends.
+    #[test]
+    fn a_connection_past_the_cap_waits_for_a_free_slot() {
+        use std::io::{ErrorKind, Read, Write};
+        use std::net::TcpStream;
+        with_server(
+            |_request: Request<Incoming>| async move { json(StatusCode::OK, &serde_json::json!({})) },
+            |origin| async move {
+                let address = origin.trim_start_matches("http://").to_string();
+                let client = tokio::task::spawn_blocking(move || {
+                    let mut held: Vec<TcpStream> = (0..MAX_CONNECTIONS)
+                        .map(|_| TcpStream::connect(&address).unwrap())
+                        .collect();
+                    let mut late = TcpStream::connect(&address).unwrap();
+                    late.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                        .unwrap();
+                    late.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+                    let waiting = late.read(&mut [0; 1]).map_err(|e| e.kind());
+                    assert!(
+                        matches!(waiting, Err(ErrorKind::WouldBlock | ErrorKind::TimedOut)),
+                        "a connection past the cap was served: {waiting:?}"
+                    );
+                    drop(held.pop());
+                    late.set_read_timeout(Some(HEADER_TIMEOUT * 3)).unwrap();
+                    let mut answer = String::new();
+                    late.read_to_string(&mut answer).unwrap();
+                    answer
+                });
+                let answer = client.await.unwrap();
+                assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+            },
+        );
+    }
+
     #[test]
     fn a_body_over_the_limit_is_refused() {
         with_server(
