@@ -73,6 +73,20 @@ fn rows(turn: &[String]) -> Vec<&str> {
     turn.iter().map(String::as_str).collect()
 }
 
+/// A codex stub that reads right (codex 0.171.0, a successful turn) and also runs `shell` just
+/// before the first `before` in its script.
+fn right_stub_running(dir: &Path, before: &str, shell: &str) -> PathBuf {
+    let program = stub(dir, "0.171.0", &rows(&codex_turn("turn.completed")), 0);
+    let script = fs::read_to_string(&program).unwrap();
+    assert!(script.contains(before), "{before:?} is not in the stub");
+    fs::write(
+        &program,
+        script.replacen(before, &format!("{shell}{before}"), 1),
+    )
+    .unwrap();
+    program
+}
+
 #[test]
 fn usage_errors_exit_2_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
@@ -302,18 +316,11 @@ fn a_version_out_of_range_is_reported_and_fails_only_with_strict() {
 fn a_deep_tree_the_cli_left_is_removed() {
     let dir = tempfile::tempdir().unwrap();
     let temp = tempfile::tempdir().unwrap();
-    let program = stub(
+    let program = right_stub_running(
         dir.path(),
-        "0.171.0",
-        &rows(&codex_turn("turn.completed")),
-        0,
-    );
-    let script = fs::read_to_string(&program).unwrap().replacen(
         "cat <<'ROWS'",
-        "i=0; (while [ $i -lt 400 ]; do mkdir d && cd d || exit; i=$((i+1)); done)\ncat <<'ROWS'",
-        1,
+        "i=0; (while [ $i -lt 400 ]; do mkdir d && cd d || exit; i=$((i+1)); done)\n",
     );
-    fs::write(&program, script).unwrap();
     let mut command = doctor();
     command
         .env("TMPDIR", temp.path())
@@ -340,21 +347,11 @@ fn the_version_probe_runs_in_the_sandbox() {
     // Outside every grant of codex's profile (not /tmp, not the private HOME).
     let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let canary = outside.path().join("written-by-the-version-probe");
-    let program = stub(
+    let program = right_stub_running(
         dir.path(),
-        "0.171.0",
-        &rows(&codex_turn("turn.completed")),
-        0,
+        "echo 'codex-cli",
+        &format!("echo escaped >'{}' 2>/dev/null; ", canary.display()),
     );
-    let script = fs::read_to_string(&program).unwrap().replacen(
-        "--version)",
-        &format!(
-            "--version) echo escaped >'{}' 2>/dev/null;",
-            canary.display()
-        ),
-        1,
-    );
-    fs::write(&program, script).unwrap();
     let out = doctor()
         .arg("--program")
         .arg(&program)
