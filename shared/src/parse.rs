@@ -276,7 +276,7 @@ fn publish_activity(runtime: &str, dir: &std::path::Path) {
         .open(&path)
         .and_then(|mut file| file.write_all(ACTIVITY_TOKEN));
     match written {
-        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => eprintln!(
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => crate::eprintln_whole!(
             "moot-parse-{runtime}: warning: cannot publish model activity in {}: {e}",
             dir.display()
         ),
@@ -320,7 +320,7 @@ fn deliver(tool: &str, mut parsed: Parsed, args: &ParseArgs) -> anyhow::Result<u
             .with_context(|| format!("cannot write --session-file ({})", path.display()))?;
     }
     if let Some(error) = &envelope.run.error {
-        eprintln!(
+        crate::eprintln_whole!(
             "{tool}: {}: {}",
             error.class.name(),
             one_line(&error.message)

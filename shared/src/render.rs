@@ -281,7 +281,7 @@ pub fn run(tool: &str, args: &RenderArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn refuse(tool: &str, refusal: &Refusal) -> ExitCode {
-    eprintln!("{tool}: {refusal}");
+    crate::eprintln_whole!("{tool}: {refusal}");
     ExitCode::from(EXIT_REFUSED)
 }
 
@@ -900,9 +900,12 @@ fn emit(tool: &str, rendering: &Rendering, format: Format) -> io::Result<()> {
         preview: format != Format::Nul,
         ..Output::of(rendering)
     };
+    // Each line in one write (see report::write_stderr_line): the tools of a pipeline share
+    // one stderr.
     let mut err = io::stderr().lock();
+    let mut say = |line: String| err.write_all(format!("{line}\n").as_bytes());
     for warning in output.warnings {
-        writeln!(err, "{tool}: warning: {warning}")?;
+        say(format!("{tool}: warning: {warning}"))?;
     }
     let mut out = io::stdout().lock();
     out.write_all(&payload(&output, format))?;
@@ -914,14 +917,13 @@ fn emit(tool: &str, rendering: &Rendering, format: Format) -> io::Result<()> {
             "staged"
         };
         for (file, dir) in output.staged.iter().zip(&output.stage_dir) {
-            writeln!(err, "{tool}: {verb} {file} (stage dir {dir})")?;
+            say(format!("{tool}: {verb} {file} (stage dir {dir})"))?;
         }
         if let Some(id) = output.session_id {
-            writeln!(
-                err,
+            say(format!(
                 "{tool}: {} session id {id}: store it only if the run succeeds",
                 output.runtime
-            )?;
+            ))?;
         }
     }
     Ok(())

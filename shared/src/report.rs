@@ -34,7 +34,24 @@ pub fn one_line(message: &str) -> String {
 
 /// Prints an error chain once, on one line, as `tool: what (value): why`.
 pub fn print_error(tool: &str, error: &anyhow::Error) {
-    eprintln!("{tool}: {}", one_line(&format!("{error:#}")));
+    crate::eprintln_whole!("{tool}: {}", one_line(&format!("{error:#}")));
+}
+
+/// `eprintln!` in one `write(2)`: stderr is unbuffered and `eprintln!` writes each piece of its
+/// format on its own, so in a pipeline whose tools share one stderr another tool's line could
+/// land inside this one.
+#[macro_export]
+macro_rules! eprintln_whole {
+    ($($arg:tt)*) => {
+        $crate::report::write_stderr_line(format!($($arg)*))
+    };
+}
+
+/// Writes `line` and a newline to stderr at once (see [`crate::eprintln_whole!`]).
+pub fn write_stderr_line(mut line: String) {
+    use std::io::Write;
+    line.push('\n');
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
 /// A tool's whole `main`: parses the command line ([`parse_args`]), runs `body` on the flags and
@@ -68,7 +85,7 @@ pub fn parse_args<P: clap::Parser>(tool: &str, usage_status: u8) -> Result<P, Ex
             let _ = error.print();
             return ExitCode::SUCCESS;
         }
-        eprintln!("{tool}: {}", usage_line(&error));
+        crate::eprintln_whole!("{tool}: {}", usage_line(&error));
         ExitCode::from(usage_status)
     })
 }

@@ -248,7 +248,7 @@ fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusa
                 remedy(&missing)
             )));
         }
-        eprintln!("{tool}: not enforced ({support}): {}", missing.describe());
+        crate::eprintln_whole!("{tool}: not enforced ({support}): {}", missing.describe());
     }
 
     close_inherited_descriptors().map_err(|e| {

@@ -139,7 +139,7 @@ pub fn sweep(dir: &Path, id: DirId) -> bool {
         std::thread::sleep(SWEEP_PAUSE);
     }
     if let Some(e) = last {
-        eprintln!(
+        crate::eprintln_whole!(
             "moot-broker: the seat's guard cannot remove the seat ({}): {e}",
             dir.display()
         );

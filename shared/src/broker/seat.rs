@@ -97,7 +97,7 @@ impl Seat {
         match crate::tree::remove_tree(&self.dir) {
             Ok(()) => true,
             Err(e) => {
-                eprintln!(
+                crate::eprintln_whole!(
                     "moot-broker: cannot remove the seat ({}): {e}",
                     self.dir.display()
                 );

@@ -100,7 +100,7 @@ pub fn run(tool: &str, args: &DoctorArgs) -> Result<ExitCode> {
     let chosen = match choose(args) {
         Ok(chosen) => chosen,
         Err(problem) => {
-            eprintln!("{tool}: {problem}");
+            crate::eprintln_whole!("{tool}: {problem}");
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
@@ -111,24 +111,27 @@ pub fn run(tool: &str, args: &DoctorArgs) -> Result<ExitCode> {
     for (meta, certify) in chosen {
         let rt = certify_one(args, meta, certify);
         for s in rt.scenarios.iter().filter(|s| s.result == FAIL) {
-            eprintln!(
+            crate::eprintln_whole!(
                 "{tool}: {} {}: expected {}, observed {}",
-                rt.runtime, s.scenario, s.expected, s.observed
+                rt.runtime,
+                s.scenario,
+                s.expected,
+                s.observed
             );
         }
         if let Some(problem) = &rt.problem {
-            eprintln!("{tool}: {}: {problem}", rt.runtime);
+            crate::eprintln_whole!("{tool}: {}: {problem}", rt.runtime);
         }
         if let (Some(streamed), Some(probed)) = (&rt.stream_version, &rt.version) {
             if version_in(streamed).as_ref() != Some(probed) {
-                eprintln!(
+                crate::eprintln_whole!(
                     "{tool}: {}: its stream names version {streamed}, its --version printed {probed}",
                     rt.runtime
                 );
             }
         }
         if !rt.in_range && rt.version.is_some() && rt.skipped.is_none() {
-            eprintln!(
+            crate::eprintln_whole!(
                 "{tool}: {}: version {} is outside the known-good range {}{}",
                 rt.runtime,
                 rt.version.as_deref().unwrap_or("unknown"),
@@ -268,7 +271,7 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         if let Err(e) = tree::remove_tree(&self.0) {
-            eprintln!("moot-doctor: cannot remove {}: {e}", self.0.display());
+            crate::eprintln_whole!("moot-doctor: cannot remove {}: {e}", self.0.display());
         }
     }
 }
