@@ -151,15 +151,54 @@ pub fn run(tool: &str, args: &RunArgs) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(EXIT_RUNNER_FAILED as u8))
 }
 
-/// After a usage error clap reported: the `--cleanup` directories of the raw command line are
-/// still removed (with every check), so a refused command line leaves no staged prompt behind.
-pub fn clean_up_after_usage_error(tool: &str) {
-    let dirs = cleanup::dirs_in_raw_args(std::env::args_os());
+/// A moot-run command line that will not run, `args` with its program first: moot-run's own
+/// after a usage error clap reported, or the one moot-broker refused to start. Its `--cleanup`
+/// directories are still removed (with every check), so a refused pipeline leaves no staged
+/// prompt behind. When the argv comes on stdin, stdin is read to its end first: the producer
+/// (moot-render) has staged by then, and a stage written after the check would be left.
+pub fn clean_up_unrun(tool: &str, args: &[OsString]) {
+    let dirs = cleanup::dirs_in_raw_args(args.iter().cloned());
+    if dirs.is_empty() {
+        return;
+    }
+    if argv_comes_on_stdin(args) {
+        drain_stdin();
+    }
     match cleanup::check(&dirs) {
         Ok(removable) => {
             remove_all(tool, &removable);
         }
         Err(error) => report::print_error(tool, &error),
+    }
+}
+
+/// Whether the raw moot-run command line `args` (program first) reads its command from stdin:
+/// `--stdin-argv` among its options, or no command after them.
+fn argv_comes_on_stdin(args: &[OsString]) -> bool {
+    let words = args.get(1..).unwrap_or_default();
+    let (options, command) = match words.iter().position(|word| word == "--") {
+        Some(end) => (&words[..end], Some(&words[end + 1..])),
+        None => (words, None),
+    };
+    options.iter().any(|word| word == "--stdin-argv") || command.is_some_and(<[_]>::is_empty)
+}
+
+/// Reads stdin to its end (or [`MAX_STDIN_ARGV`], past which moot-run would refuse it), so
+/// that its producer has finished; a terminal is not read.
+fn drain_stdin() {
+    let stdin = io::stdin();
+    if stdin.is_terminal() {
+        return;
+    }
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut read = 0u64;
+    while read <= MAX_STDIN_ARGV {
+        match stdin.lock().read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => read += n as u64,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
     }
 }
 
@@ -348,7 +387,7 @@ fn execute(
         let within = args.grace.max(DRAIN_AT_LEAST);
         match pump.finish(within) {
             Some(copied) => copied.into_result().map_err(Failure::runner)?,
-            None => eprintln!(
+            None => crate::eprintln_whole!(
                 "{tool}: stopped reading the command's stdout {:.1} s after its process group \
                  ended: a process outside the group (setsid?) still holds it open",
                 within.as_secs_f64()
@@ -561,7 +600,7 @@ fn child_env(tool: &str, args: &RunArgs) -> Option<Vec<(OsString, OsString)>> {
     let preset = env_preset::preset(args.env_preset.as_deref()?)?;
     let curated = env_preset::curate(std::env::vars_os(), preset, &args.keep);
     for warning in &curated.warnings {
-        eprintln!("{tool}: {warning}");
+        crate::eprintln_whole!("{tool}: {warning}");
     }
     Some(curated.vars)
 }
@@ -940,6 +979,17 @@ fn copy(mut from: ChildStdout, stdout: File, transcript: Option<File>) -> Copied
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_argv_comes_on_stdin_when_flagged_or_when_no_command_follows() {
+        let on_stdin = |words: &[&str]| argv_comes_on_stdin(&os(words));
+        assert!(on_stdin(&["moot-run", "--stdin-argv", "--", "cmd"]));
+        assert!(on_stdin(&["moot-run", "--cleanup", "/s", "--"]));
+        assert!(!on_stdin(&["moot-run", "--cleanup", "/s", "--", "cmd"]));
+        // After `--` it is the command's own flag.
+        assert!(!on_stdin(&["moot-run", "--", "cmd", "--stdin-argv"]));
+        assert!(!on_stdin(&["moot-run", "--bogus"]));
+    }
 
     fn os(items: &[&str]) -> Vec<OsString> {
         items.iter().map(OsString::from).collect()

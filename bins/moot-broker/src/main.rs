@@ -25,7 +25,9 @@ const EXAMPLES: &str = "\
 Refused before anything is created (one line, exit 2): an upstream that is neither https:// nor
 http:// on a loopback address; a token file that is not a regular file owned by this user with
 mode 0600 or stricter (symlinks, FIFOs and directories included); OMP_AUTH_BROKER_TOKEN in the
-environment (the seat could read it from /proc); a --model without its provider.
+environment (the seat could read it from /proc); a --model without its provider. When the
+command never starts and is moot-run, its --cleanup directories are removed as moot-run would
+(a staged prompt is not left behind).
 
 Every {port} in the command becomes the proxy's port, for moot-sandbox --connect.
 
@@ -44,9 +46,21 @@ Examples:
 
 fn main() -> ExitCode {
     // broker::run reports its own failures, each with its own status.
-    moot::report::main::<Cli>(TOOL, EXIT_USAGE, EXIT_USAGE, |cli| {
-        Ok(moot::broker::run(TOOL, &cli.args))
-    })
+    match moot::report::parse_args::<Cli>(TOOL, EXIT_USAGE) {
+        Ok(cli) => moot::broker::run(TOOL, &cli.args),
+        Err(code) => {
+            // A usage error still leaves no staged prompt behind: the command after `--` never
+            // starts, so what its moot-run would have removed is removed here.
+            if code != ExitCode::SUCCESS {
+                let command: Vec<_> = std::env::args_os()
+                    .skip_while(|arg| arg != "--")
+                    .skip(1)
+                    .collect();
+                moot::broker::clean_up_unstarted(TOOL, &command);
+            }
+            code
+        }
+    }
 }
 
 #[test]

@@ -165,3 +165,61 @@ fn a_deadline_around_the_broker_leaves_nothing() {
     assert!(!seat.exists(), "the seat outlived the deadline");
     assert!(port_closed(port), "the proxy outlived the deadline");
 }
+
+/// The README's pipeline with a prompt too big for argv (moot-render stages it), where
+/// moot-broker never starts its command: refused, a usage error, or the upstream unreachable.
+/// Each time the stage moot-render wrote is gone, as moot-run would have removed it.
+#[test]
+fn a_broker_that_never_starts_its_command_leaves_no_staged_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let worktree = dir.path().join("worktree");
+    std::fs::create_dir_all(&worktree).unwrap();
+    let prompt = "Review every line of this.\n".repeat(20_000);
+    std::fs::write(worktree.join("job.md"), prompt).unwrap();
+    let token = token_file(dir.path());
+    // Nothing listens on port 9: the upstream is unreachable unless a refusal comes first.
+    for case in ["refused", "usage", "unreachable"] {
+        let mut text = readme_pipeline();
+        let mut env = vec![];
+        match case {
+            "refused" => env.push(("OMP_AUTH_BROKER_TOKEN", "x")),
+            "usage" => text = text.replace("--seat-dir", "--no-such-flag"),
+            _ => {}
+        }
+        let stage = dir.path().join(case);
+        std::fs::create_dir(&stage).unwrap();
+        let output = Command::new("sh")
+            .args(["-c", &text])
+            .current_dir(&worktree)
+            .env_clear()
+            .env(
+                "PATH",
+                format!("{}:/usr/bin:/bin", moot_e2e::tool_dir().display()),
+            )
+            .env("HOME", dir.path())
+            .env("TMPDIR", dir.path())
+            .env("stage", &stage)
+            .env("worktree", &worktree)
+            .env("OMP_AUTH_BROKER_URL", "http://127.0.0.1:9")
+            .env("OMP_AUTH_BROKER_TOKEN_FILE", &token)
+            .envs(env)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("moot-render: staged"),
+            "{case}: the prompt was not staged: {stderr}"
+        );
+        let broker: Vec<&str> = stderr
+            .lines()
+            .filter(|line| line.starts_with("moot-broker: "))
+            .collect();
+        assert_eq!(broker.len(), 1, "{case}: {stderr}");
+        let envelope = envelope(&output);
+        assert_eq!(envelope["run"]["ok"], false, "{case}: {envelope}");
+        assert!(
+            !stage.join("p").exists(),
+            "{case}: the staged prompt was left: {stderr}"
+        );
+    }
+}

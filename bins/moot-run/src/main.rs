@@ -41,7 +41,8 @@ fn main() -> ExitCode {
         Ok(cli) => moot::exec::run(TOOL, &cli.args),
         Err(code) => {
             if code != ExitCode::SUCCESS {
-                moot::exec::clean_up_after_usage_error(TOOL);
+                let args: Vec<_> = std::env::args_os().collect();
+                moot::exec::clean_up_unrun(TOOL, &args);
             }
             code
         }

@@ -18,6 +18,7 @@ pub mod upstream;
 #[cfg(feature = "testkit")]
 pub mod fake_upstream;
 
+use std::cell::Cell;
 use std::ffi::OsString;
 use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -35,6 +36,7 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::unistd::{getpid, getppid, Pid};
 use tokio::io::unix::AsyncFd;
 
+use crate::exec;
 use crate::http;
 use crate::report::print_error;
 use guard::Guard;
@@ -116,15 +118,31 @@ pub fn run(tool: &str, args: &BrokerArgs) -> ExitCode {
         Ok(job) => job,
         Err(e) => {
             print_error(tool, &e);
+            clean_up_unstarted(tool, &args.command);
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    match serve(job) {
+    let started = Cell::new(false);
+    let status = match serve(job, &started) {
         Ok(status) => status,
         Err(e) => {
             print_error(tool, &e);
             ExitCode::from(EXIT_FAILED)
         }
+    };
+    if !started.get() {
+        clean_up_unstarted(tool, &args.command);
+    }
+    status
+}
+
+/// A command that never started (refused, the upstream unreachable, the seat not creatable)
+/// leaves no staged prompt behind: when it is moot-run, its `--cleanup` directories are removed
+/// as moot-run would have removed them (see [`exec::clean_up_unrun`]).
+pub fn clean_up_unstarted(tool: &str, command: &[OsString]) {
+    let program = command.first().map(Path::new).and_then(Path::file_name);
+    if program.is_some_and(|name| name == "moot-run") {
+        exec::clean_up_unrun(tool, command);
     }
 }
 
@@ -216,17 +234,22 @@ fn catch_signals() -> nix::Result<SignalFd> {
     SignalFd::with_flags(&caught, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
 }
 
-fn serve(job: Job) -> anyhow::Result<ExitCode> {
+fn serve(job: Job, started: &Cell<bool>) -> anyhow::Result<ExitCode> {
     let signals = catch_signals().context("catching signals")?;
     // SAFETY: no thread exists yet; the runtime below starts the first.
     let guard = unsafe { Guard::start(&job.seat_dir) }.context("starting the seat's guard")?;
     let runtime = http::runtime().context("starting the proxy's runtime")?;
-    runtime.block_on(deliver(job, signals, guard))
+    runtime.block_on(deliver(job, signals, guard, started))
 }
 
 /// Fetches the first snapshot, makes the seat, runs the command while serving the proxy, and
 /// removes the seat whatever happened after it was made (its guard, should moot-broker die).
-async fn deliver(job: Job, signals: SignalFd, mut guard: Guard) -> anyhow::Result<ExitCode> {
+async fn deliver(
+    job: Job,
+    signals: SignalFd,
+    mut guard: Guard,
+    started: &Cell<bool>,
+) -> anyhow::Result<ExitCode> {
     let client = http::client(job.upstream_ca.as_deref())?;
     let upstream = Upstream::new(job.upstream.base.clone(), job.token.clone(), client);
     let (known, first) = match upstream
@@ -262,10 +285,10 @@ async fn deliver(job: Job, signals: SignalFd, mut guard: Guard) -> anyhow::Resul
         })
         .await
     });
-    let outcome = supervise(&job, &seat, port, signals).await;
+    let outcome = supervise(&job, &seat, port, signals, started).await;
     if let Ok(Ended::Ran(status)) = outcome {
         if status != 0 && !proxy.was_reached() {
-            eprintln!(
+            crate::eprintln_whole!(
                 "moot-broker: the command failed without ever reaching the proxy on 127.0.0.1:{port} \
                  (does its sandbox allow it: moot-sandbox --connect {{port}}?)"
             );
@@ -293,17 +316,27 @@ enum Ended {
     NotRun(u8),
 }
 
-/// Runs the command and waits for it, passing on INT, TERM and HUP (SIGKILL after the grace).
-async fn supervise(job: &Job, seat: &Seat, port: u16, signals: SignalFd) -> anyhow::Result<Ended> {
+/// Runs the command and waits for it, passing on INT, TERM and HUP (SIGKILL after the grace);
+/// `started` is set once the command runs.
+async fn supervise(
+    job: &Job,
+    seat: &Seat,
+    port: u16,
+    signals: SignalFd,
+    started: &Cell<bool>,
+) -> anyhow::Result<Ended> {
     let mut child = match command(job, seat, port).spawn() {
-        Ok(child) => child,
+        Ok(child) => {
+            started.set(true);
+            child
+        }
         Err(e) => {
             let status = if e.kind() == io::ErrorKind::NotFound {
                 EXIT_NOT_FOUND
             } else {
                 EXIT_CANNOT_INVOKE
             };
-            eprintln!(
+            crate::eprintln_whole!(
                 "moot-broker: cannot run ({}): {e}",
                 job.command[0].to_string_lossy()
             );
