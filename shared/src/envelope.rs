@@ -103,6 +103,8 @@ error_classes! {
     InvalidResult => "invalid_result",
     /// The process outcome (deadline, signal, exit status) failed the run.
     Process => "process",
+    /// The command's stdout or stderr passed moot-run's limit (`--max-output`, `--max-stderr`).
+    OutputLimit => "output_limit",
 }
 
 /// Token usage. Always reported, on failures too, as a floor of what was billed.

@@ -1,12 +1,15 @@
 //! moot-run's engine: run one command bounded in time, and account for how it ended.
 //!
-//! The command runs in its own process group with stdin on /dev/null and a parent-death signal.
-//! Its stdout is copied to ours as bytes arrive (and to a transcript), its stderr passes through.
-//! A deadline, or INT, TERM or HUP sent to moot-run, ends the whole group: the signal (SIGTERM
-//! for the deadline) to the group, SIGKILL after a grace period. When the command itself exits,
-//! whatever is left of its group is killed, so no process of the group outlives moot-run.
-//! Residuals: a process that calls setsid(2) leaves the group and is not killed; and if moot-run
-//! itself is killed with SIGKILL, only the command (the parent-death signal) dies, not its children.
+//! The command runs in its own process group with stdin on /dev/null, a parent-death signal and
+//! a seccomp filter that keeps every process of the job out of every other's memory and
+//! descriptors (src/seccomp.rs). Its stdout and stderr are sockets of moot-run's, which no
+//! process in the job can reopen, copied to ours as bytes arrive (stdout also to a transcript)
+//! within a byte limit each (src/capture.rs). A deadline, an output past its limit, or INT, TERM
+//! or HUP sent to moot-run, ends the whole group: the signal (SIGTERM for the deadline and the
+//! limit) to the group, SIGKILL after a grace period. When the command itself exits, every
+//! process it left behind is killed, `setsid` and double forks included: moot-run is their
+//! subreaper (src/reaper.rs). Residual: if moot-run itself is killed with SIGKILL, only the
+//! command (the parent-death signal) dies, not its descendants.
 //!
 //! Exit statuses follow timeout(1) (see [`crate::outcome`]); `--status-file` records the same
 //! outcome atomically before moot-run's stdout closes, so a parser at the end of the pipeline
@@ -15,13 +18,13 @@
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::fs::{self, File};
-use std::io::{self, IsTerminal, Read, Write};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::io::{self, IsTerminal, Read};
+use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, ExitCode, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
@@ -31,18 +34,19 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::prctl;
 use nix::sys::signal::{self, killpg, SigAction, SigHandler, SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
-use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::{access, getpid, getppid, AccessFlags, Pid};
 
+use crate::capture::{self, Pump, Sink};
 use crate::env_preset::{self, Pattern};
 use crate::outcome::{
-    signal_exit_code, signal_name, ProcessOutcome, EXIT_CANNOT_INVOKE, EXIT_NOT_FOUND,
-    EXIT_RUNNER_FAILED, EXIT_TIMED_OUT,
+    signal_exit_code, signal_name, OutputLimit, ProcessOutcome, EXIT_CANNOT_INVOKE, EXIT_NOT_FOUND,
+    EXIT_OUTPUT_LIMIT, EXIT_RUNNER_FAILED, EXIT_TIMED_OUT,
 };
 use crate::private_file::{self, FileId};
 use crate::report;
+use crate::seccomp::Filter;
 use crate::seconds::parse_seconds;
-use crate::{atomic_file, cleanup};
+use crate::{atomic_file, cleanup, reaper};
 
 /// The signals moot-run passes on to the command's group (and then ends it after the grace).
 const FORWARDED: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
@@ -53,9 +57,14 @@ const DEFAULT_PATH: &str = "/bin:/usr/bin";
 /// NUL-separated argv on stdin larger than this is refused: the kernel would refuse to exec it.
 const MAX_STDIN_ARGV: u64 = 64 << 20;
 
-/// After the command's group has ended, how long moot-run waits at least for its stdout to reach
-/// end of file (the grace period, when longer); only a process outside the group can hold it.
+/// After every process of the job has been killed, how long moot-run waits at least for its
+/// stdout and stderr to reach end of file (the grace period, when longer); only a process
+/// outside the job could still hold them.
 const DRAIN_AT_LEAST: Duration = Duration::from_secs(1);
+
+/// How long the sweep that kills what the command left behind may take (a process stuck in the
+/// kernel dies only when it leaves it).
+const SWEEP_WITHIN: Duration = Duration::from_secs(5);
 
 /// moot-run's flags (the binary flattens them into its command line).
 #[derive(Debug, clap::Args)]
@@ -77,6 +86,16 @@ pub struct RunArgs {
     /// Send the command's stderr to FILE (created 0600) instead of moot-run's stderr.
     #[arg(long, value_name = "FILE")]
     pub stderr_file: Option<PathBuf>,
+
+    /// The most of the command's stdout moot-run passes on and keeps in --transcript (K, M, G
+    /// suffixes). Past it the command is ended as at the deadline, the head and the last
+    /// quarter (at most 4 MiB) are kept, the middle dropped, and moot-run exits 123.
+    #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = capture::parse_size)]
+    pub max_output: u64,
+
+    /// The same limit for the command's stderr (passed through or in --stderr-file).
+    #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = capture::parse_size)]
+    pub max_stderr: u64,
 
     /// Write how the run ended to FILE as JSON, atomically, before moot-run's stdout closes:
     /// {"exit_code","signal","timed_out","elapsed_ms","pid"}.
@@ -246,6 +265,7 @@ struct Record {
     timed_out: bool,
     pid: Option<u32>,
     elapsed: Option<Duration>,
+    output_limit: Option<OutputLimit>,
 }
 
 impl Default for Record {
@@ -255,6 +275,7 @@ impl Default for Record {
             timed_out: false,
             pid: None,
             elapsed: None,
+            output_limit: None,
         }
     }
 }
@@ -264,6 +285,7 @@ impl Record {
         let exit_code = match self.ending {
             // A run whose transcript or status is incomplete is moot-run's failure, deadline or not.
             Ending::RunnerFailed => EXIT_RUNNER_FAILED,
+            _ if self.output_limit.is_some() => EXIT_OUTPUT_LIMIT,
             _ if self.timed_out => EXIT_TIMED_OUT,
             Ending::Exited(code) => code,
             Ending::Signaled(signal) => signal_exit_code(signal),
@@ -281,6 +303,7 @@ impl Record {
                 .elapsed
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             pid: self.pid,
+            output_limit: self.output_limit.clone(),
         }
     }
 }
@@ -361,19 +384,29 @@ fn execute(
         ),
     ];
 
-    let mut child = spawn(&program, &argv, env.as_deref(), stderr)?;
+    // Before the command starts, so every orphan it makes is re-parented here.
+    reaper::become_subreaper()
+        .context("cannot become the reaper of the command's descendants")
+        .map_err(Failure::runner)?;
+    let outputs = Outputs::open(transcript, stderr)
+        .context("cannot set up the command's stdout and stderr")
+        .map_err(Failure::runner)?;
+    let (child, outputs) = outputs.spawn(&program, &argv, env.as_deref())?;
     let started = Instant::now();
     record.pid = Some(child.id());
-    let stdout = child.stdout.take();
     let mut group = Group::new(child);
-    let pump = stdout
-        .map(|stdout| Pump::start(stdout, transcript))
-        .transpose()
-        .context("cannot copy the command's stdout")
+    let running = outputs
+        .start(args)
+        .context("cannot copy the command's output")
         .map_err(Failure::runner)?;
 
     let timed_out = group
-        .supervise(&signals, args.deadline.map(|d| started + d), args.grace)
+        .supervise(
+            &signals,
+            running.overflow.as_ref(),
+            args.deadline.map(|d| started + d),
+            args.grace,
+        )
         .map_err(Failure::runner)?;
     record.elapsed = Some(started.elapsed());
     record.timed_out = timed_out;
@@ -382,24 +415,188 @@ fn execute(
         .context("cannot collect the command's exit status")
         .map_err(Failure::runner)?
         .into();
-
-    if let Some(pump) = pump {
-        let within = args.grace.max(DRAIN_AT_LEAST);
-        match pump.finish(within) {
-            Some(copied) => copied.into_result().map_err(Failure::runner)?,
-            None => crate::eprintln_whole!(
-                "{tool}: stopped reading the command's stdout {:.1} s after its process group \
-                 ended: a process outside the group (setsid?) still holds it open",
-                within.as_secs_f64()
-            ),
-        }
+    // Every process the command left behind, `setsid` or not, before the outputs are read to
+    // their end: none of them can add to the stream after the command is gone.
+    if let Err(left) = reaper::kill_every_descendant(SWEEP_WITHIN) {
+        return Err(Failure::runner(anyhow!(
+            "{left} processes the command left behind were still alive {} s after SIGKILL",
+            SWEEP_WITHIN.as_secs()
+        )));
     }
+    record.output_limit = running
+        .finish(tool, args.grace.max(DRAIN_AT_LEAST))
+        .map_err(Failure::runner)?;
     for (path, id, flag) in written {
         if let (Some(path), Some(id)) = (path, id) {
             still_there(path, id, flag).map_err(Failure::runner)?;
         }
     }
     Ok(())
+}
+
+/// The command's stdout and stderr before it runs: a socket pair each, and where each goes.
+struct Outputs {
+    stdout: (OwnedFd, OwnedFd),
+    stderr: (OwnedFd, OwnedFd),
+    transcript: Option<File>,
+    stderr_file: Option<File>,
+}
+
+/// The copies of a running command's outputs, and the descriptor that becomes readable when
+/// one passes its limit (`None` once both copies are over).
+struct Running {
+    stdout: Pump,
+    stderr: Pump,
+    overflow: Option<OwnedFd>,
+}
+
+impl Outputs {
+    fn open(transcript: Option<File>, stderr_file: Option<File>) -> io::Result<Self> {
+        Ok(Outputs {
+            stdout: capture::channel()?,
+            stderr: capture::channel()?,
+            transcript,
+            stderr_file,
+        })
+    }
+
+    /// Spawns the command on the child ends, which are closed here once it runs: the copies
+    /// reach end of file when the last process of the job that holds one is gone.
+    fn spawn(
+        self,
+        program: &Path,
+        argv: &[OsString],
+        env: Option<&[(OsString, OsString)]>,
+    ) -> Result<(Child, Started), Failure> {
+        let Outputs {
+            stdout: (child_out, our_out),
+            stderr: (child_err, our_err),
+            transcript,
+            stderr_file,
+        } = self;
+        let child = spawn(program, argv, env, child_out, child_err)?;
+        Ok((
+            child,
+            Started {
+                stdout: our_out,
+                stderr: our_err,
+                transcript,
+                stderr_file,
+            },
+        ))
+    }
+}
+
+/// moot-run's ends of a started command's outputs.
+struct Started {
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+    transcript: Option<File>,
+    stderr_file: Option<File>,
+}
+
+impl Started {
+    fn start(self, args: &RunArgs) -> io::Result<Running> {
+        let (overflow, told) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        // Unbuffered writes to duplicates of fds 1 and 2: no buffering between the command and
+        // whoever reads moot-run. The originals stay open until moot-run exits, after the
+        // status file is written.
+        let our_stdout = File::from(io::stdout().as_fd().try_clone_to_owned()?);
+        let mut stdout_sinks: Vec<Sink> = self
+            .transcript
+            .map(|file| Sink {
+                file,
+                label: "--transcript",
+                fatal: true,
+            })
+            .into_iter()
+            .collect();
+        stdout_sinks.push(Sink {
+            file: our_stdout,
+            label: "stdout",
+            fatal: true,
+        });
+        let stderr_sink = match self.stderr_file {
+            Some(file) => Sink {
+                file,
+                label: "--stderr-file",
+                fatal: true,
+            },
+            None => Sink {
+                file: File::from(io::stderr().as_fd().try_clone_to_owned()?),
+                label: "stderr",
+                fatal: false,
+            },
+        };
+        Ok(Running {
+            stdout: Pump::start(
+                "stdout",
+                self.stdout,
+                stdout_sinks,
+                args.max_output,
+                told.try_clone()?,
+            )?,
+            stderr: Pump::start(
+                "stderr",
+                self.stderr,
+                vec![stderr_sink],
+                args.max_stderr,
+                told,
+            )?,
+            overflow: Some(overflow),
+        })
+    }
+}
+
+impl Running {
+    /// Waits up to `within` for both copies to end; returns the output that passed its limit.
+    fn finish(self, tool: &str, within: Duration) -> anyhow::Result<Option<OutputLimit>> {
+        let until = Instant::now() + within;
+        let mut limit = None;
+        for (pump, stream) in [(self.stdout, "stdout"), (self.stderr, "stderr")] {
+            let Some(copied) = pump.finish(until.saturating_duration_since(Instant::now())) else {
+                crate::eprintln_whole!(
+                    "{tool}: stopped reading the command's {stream} {:.1} s after every process \
+                     of the job was killed: a process outside the job still holds it open",
+                    within.as_secs_f64()
+                );
+                continue;
+            };
+            if let Some((label, e)) = copied.sink {
+                let kept = if label == "stdout" && e.kind() == io::ErrorKind::BrokenPipe {
+                    "; the transcript, if any, has every byte"
+                } else {
+                    ""
+                };
+                return Err(e).context(format!("cannot write {label}{kept}"));
+            }
+            if let Some(e) = copied.read {
+                return Err(e).context(format!("cannot read the command's {stream}"));
+            }
+            if let (None, Some(overflow)) = (&limit, copied.overflow) {
+                limit = Some(OutputLimit {
+                    stream: stream.to_string(),
+                    limit: overflow.limit,
+                    dropped: overflow.dropped,
+                });
+            }
+        }
+        if let Some(limit) = &limit {
+            crate::eprintln_whole!(
+                "{tool}: the command's {} passed --max-{} ({} bytes): it was ended, and {} bytes \
+                 of its middle were dropped (its head and tail are kept)",
+                limit.stream,
+                if limit.stream == "stdout" {
+                    "output"
+                } else {
+                    "stderr"
+                },
+                limit.limit,
+                limit.dropped
+            );
+        }
+        Ok(limit)
+    }
 }
 
 fn identity(file: Option<&File>) -> Option<FileId> {
@@ -642,26 +839,26 @@ fn spawn(
     program: &Path,
     argv: &[OsString],
     env: Option<&[(OsString, OsString)]>,
-    stderr: Option<File>,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
 ) -> Result<Child, Failure> {
     let mut command = Command::new(program);
     command
         .arg0(&argv[0])
         .args(&argv[1..])
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        .stdout(stdout)
+        .stderr(stderr)
         .process_group(0);
-    if let Some(file) = stderr {
-        command.stderr(file);
-    }
     if let Some(vars) = env {
         command.env_clear().envs(vars.iter().map(|(k, v)| (k, v)));
     }
     let parent = getpid();
+    let filter = Filter::deny_cross_process();
     // SAFETY: the closure runs in the forked child before exec; it makes only async-signal-safe
     // system calls (sigprocmask, prctl, getppid) and allocates nothing.
     unsafe {
-        command.pre_exec(move || prepare_child(parent));
+        command.pre_exec(move || prepare_child(parent, &filter));
     }
     command
         .spawn()
@@ -674,13 +871,14 @@ fn spawn(
 /// the *thread* that forked the child exits, not the process, so moot-run spawns from its main
 /// thread, which lives as long as moot-run does. If moot-run already died before this ran,
 /// getppid no longer names it and the signal would never come, so the child gives up instead.
-fn prepare_child(parent: Pid) -> io::Result<()> {
+/// Last the seccomp filter, which then holds for the command and everything it starts.
+fn prepare_child(parent: Pid, filter: &Filter) -> io::Result<()> {
     SigSet::empty().thread_set_mask()?;
     prctl::set_pdeathsig(Signal::SIGKILL)?;
     if getppid() != parent {
         return Err(io::Error::from_raw_os_error(Errno::ESRCH as i32));
     }
-    Ok(())
+    filter.install()
 }
 
 fn spawn_failure(program: &Path, argv: &[OsString], error: io::Error) -> Failure {
@@ -821,13 +1019,14 @@ impl Group {
     fn supervise(
         &mut self,
         signals: &Signals,
+        mut overflow: Option<&OwnedFd>,
         deadline: Option<Instant>,
         grace: Duration,
     ) -> anyhow::Result<bool> {
         let mut timed_out = false;
         let mut kill_at: Option<Instant> = None;
         loop {
-            if self.leader_exited()? {
+            if reaper::reap_orphans(self.pgid).context("cannot wait for the command")? {
                 return Ok(timed_out);
             }
             let now = Instant::now();
@@ -835,6 +1034,18 @@ impl Group {
                 timed_out = true;
                 self.signal(Signal::SIGTERM);
                 kill_at.get_or_insert(now + grace);
+            }
+            if let Some(fd) = overflow {
+                match told(fd) {
+                    Told::Nothing => {}
+                    // Both copies are over: nothing more will be said.
+                    Told::Closed => overflow = None,
+                    Told::Limit => {
+                        overflow = None;
+                        self.signal(Signal::SIGTERM);
+                        kill_at.get_or_insert(now + grace);
+                    }
+                }
             }
             if kill_at.is_some_and(|k| now >= k) {
                 self.signal(Signal::SIGKILL);
@@ -845,7 +1056,10 @@ impl Group {
                 .flatten()
                 .min();
             signals
-                .wait(None, wake.map(|at| at.saturating_duration_since(now)))
+                .wait(
+                    overflow.map(|fd| fd.as_fd()),
+                    wake.map(|at| at.saturating_duration_since(now)),
+                )
                 .context("cannot wait for signals")?;
             for signal in signals.take().context("cannot read signals")? {
                 if FORWARDED.contains(&signal) {
@@ -856,26 +1070,37 @@ impl Group {
         }
     }
 
-    /// Whether the command has exited, without reaping it.
-    fn leader_exited(&self) -> anyhow::Result<bool> {
-        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
-        match waitid(Id::Pid(self.pgid), flags) {
-            Ok(WaitStatus::StillAlive) | Err(Errno::EINTR) => Ok(false),
-            Ok(_) => Ok(true),
-            Err(e) => Err(e).context("cannot wait for the command"),
-        }
-    }
-
     /// Signals the whole group. ESRCH (nobody left) is the goal, not an error.
     fn signal(&self, signal: Signal) {
         let _ = killpg(self.pgid, signal);
     }
 
-    /// Kills what is left of the group (grandchildren the command left behind), then reaps it.
+    /// Kills what is left of the group, then reaps the command (the rest of what it left
+    /// behind is [`reaper::kill_every_descendant`]'s).
     fn finish(mut self) -> io::Result<ExitStatus> {
         self.signal(Signal::SIGKILL);
         self.reaped = true;
         self.child.wait()
+    }
+}
+
+/// What the overflow descriptor says: a copy passed its limit, both copies are over, or nothing.
+enum Told {
+    Nothing,
+    Closed,
+    Limit,
+}
+
+fn told(fd: &OwnedFd) -> Told {
+    let mut ready = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
+    if !matches!(poll(&mut ready, PollTimeout::ZERO), Ok(n) if n > 0) {
+        return Told::Nothing;
+    }
+    let mut byte = [0u8; 2];
+    match nix::unistd::read(fd.as_raw_fd(), &mut byte) {
+        Ok(0) => Told::Closed,
+        Ok(_) => Told::Limit,
+        Err(_) => Told::Nothing,
     }
 }
 
@@ -886,93 +1111,6 @@ impl Drop for Group {
             let _ = self.child.wait();
         }
     }
-}
-
-/// Copies the command's stdout to ours and to the transcript as bytes arrive, on its own thread
-/// so a stalled reader downstream never delays the deadline.
-struct Pump {
-    done: mpsc::Receiver<Copied>,
-}
-
-impl Pump {
-    fn start(from: ChildStdout, transcript: Option<File>) -> io::Result<Self> {
-        // Unbuffered writes to a duplicate of fd 1: no line buffering between the command and
-        // whoever reads moot-run. The original fd 1 stays open until moot-run exits, after the
-        // status file is written.
-        let stdout = File::from(io::stdout().as_fd().try_clone_to_owned()?);
-        let (sender, done) = mpsc::channel();
-        std::thread::Builder::new()
-            .name("stdout".into())
-            .spawn(move || {
-                // The receiver is gone only if moot-run stopped waiting; nothing to report then.
-                let _ = sender.send(copy(from, stdout, transcript));
-            })?;
-        Ok(Pump { done })
-    }
-
-    /// What the copy did, or `None` if it had not reached end of file `within` this long.
-    fn finish(self, within: Duration) -> Option<Copied> {
-        self.done.recv_timeout(within).ok()
-    }
-}
-
-/// The errors of a copy. When stdout is closed (EPIPE) the copy goes on into the transcript,
-/// which still gets every byte, and the run is moot-run's failure: the reader never got it.
-#[derive(Default)]
-struct Copied {
-    read: Option<io::Error>,
-    transcript: Option<io::Error>,
-    stdout: Option<io::Error>,
-}
-
-impl Copied {
-    fn into_result(self) -> anyhow::Result<()> {
-        if let Some(e) = self.transcript {
-            return Err(e).context("cannot write --transcript: it is incomplete");
-        }
-        if let Some(e) = self.stdout {
-            let kept = if e.kind() == io::ErrorKind::BrokenPipe {
-                "; the transcript, if any, has every byte"
-            } else {
-                ""
-            };
-            return Err(e).context(format!("cannot write stdout{kept}"));
-        }
-        if let Some(e) = self.read {
-            return Err(e).context("cannot read the command's stdout");
-        }
-        Ok(())
-    }
-}
-
-fn copy(mut from: ChildStdout, stdout: File, transcript: Option<File>) -> Copied {
-    let mut copied = Copied::default();
-    let mut sinks = [(transcript, false), (Some(stdout), true)];
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                copied.read = Some(e);
-                break;
-            }
-        };
-        // The transcript first: if stdout blocks on a stalled reader, the bytes are on disk.
-        for (sink, is_stdout) in &mut sinks {
-            let Some(Err(e)) = sink.as_mut().map(|file| file.write_all(&buf[..n])) else {
-                continue;
-            };
-            *sink = None;
-            if *is_stdout {
-                copied.stdout = Some(e);
-            } else {
-                copied.transcript = Some(e);
-            }
-        }
-    }
-    copied
 }
 
 #[cfg(test)]
@@ -1016,6 +1154,7 @@ mod tests {
             timed_out,
             pid: Some(7),
             elapsed: Some(Duration::from_millis(1500)),
+            output_limit: None,
         };
         let cases = [
             (Ending::Exited(0), false, 0, None),

@@ -5,6 +5,7 @@
 
 pub mod atomic_file;
 pub mod broker;
+pub mod capture;
 pub mod cleanup;
 pub mod dialect;
 pub mod doctor;
@@ -21,11 +22,13 @@ pub mod parse;
 pub mod private_file;
 pub mod privilege;
 pub mod profile;
+pub mod reaper;
 pub mod registry;
 pub mod render;
 pub mod report;
 pub mod runtime;
 pub mod sandbox;
+pub mod seccomp;
 pub mod seconds;
 pub mod session;
 pub mod sniff;

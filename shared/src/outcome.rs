@@ -2,13 +2,15 @@
 //!
 //! Exit statuses follow timeout(1): the child's own status, 124 when the deadline killed it, 125
 //! when moot-run itself failed, 126 when the command could not be invoked, 127 when it was not
-//! found, 128+N when signal N ended it.
+//! found, 128+N when signal N ended it; and 123 when an output passed its limit and moot-run
+//! ended the command (timeout(1) has no such case; the status file says which limit).
 
 use std::path::Path;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+pub const EXIT_OUTPUT_LIMIT: i32 = 123;
 pub const EXIT_TIMED_OUT: i32 = 124;
 pub const EXIT_RUNNER_FAILED: i32 = 125;
 pub const EXIT_CANNOT_INVOKE: i32 = 126;
@@ -32,6 +34,19 @@ pub struct ProcessOutcome {
     /// The child's pid, when it was spawned.
     #[serde(default)]
     pub pid: Option<u32>,
+    /// The output that passed its limit (`--max-output`, `--max-stderr`), when one did: the
+    /// command was then ended, and what was kept is that output's head and tail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_limit: Option<OutputLimit>,
+}
+
+/// Which of the command's outputs passed its limit, the limit, and how much was dropped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputLimit {
+    /// `stdout` (the stream and transcript) or `stderr`.
+    pub stream: String,
+    pub limit: u64,
+    pub dropped: u64,
 }
 
 /// How a process outcome bears on the verdict.
@@ -43,6 +58,8 @@ pub enum Bearing {
     Failed(String),
     /// Killed, timed out, or never ran: the stream is incomplete by construction.
     Killed(String),
+    /// An output passed its limit: its middle was dropped and the command ended.
+    Limited(String),
 }
 
 impl ProcessOutcome {
@@ -56,6 +73,7 @@ impl ProcessOutcome {
             timed_out: code == EXIT_TIMED_OUT,
             elapsed_ms: None,
             pid: None,
+            output_limit: None,
         }
     }
 
@@ -69,6 +87,13 @@ impl ProcessOutcome {
     }
 
     pub fn bearing(&self) -> Bearing {
+        if let Some(limit) = &self.output_limit {
+            return Bearing::Limited(format!(
+                "the command's {} passed its limit of {} bytes and the command was ended \
+                 (exit {}): {} bytes of its middle were dropped, its head and tail kept",
+                limit.stream, limit.limit, self.exit_code, limit.dropped
+            ));
+        }
         if self.timed_out {
             let after = self
                 .elapsed_ms

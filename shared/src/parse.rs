@@ -462,6 +462,8 @@ impl Parsed {
                 ErrorClass::Process,
                 format!("{why}; the stream: {}", failure.message),
             )),
+            // Whatever the kept head and tail seem to say, the stream is not the CLI's whole.
+            (Bearing::Limited(why), _) => Some(RunFailure::new(ErrorClass::OutputLimit, why)),
         };
     }
 

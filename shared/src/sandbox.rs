@@ -131,6 +131,12 @@ pub struct SandboxArgs {
     #[arg(long, value_name = "USER[:GROUP]")]
     pub user: Option<String>,
 
+    /// The most processes and threads the command's user may have (RLIMIT_NPROC): past it,
+    /// fork fails with EAGAIN. Default 4096 with --user, none without: the kernel counts every
+    /// process of the uid (the operator's own too, without --user) and never limits root.
+    #[arg(long, value_name = "N")]
+    pub max_procs: Option<u64>,
+
     /// Keep the capabilities moot-sandbox was started with (by default every set is emptied, so
     /// root cannot chmod, mknod, read other processes or open raw sockets past Landlock).
     #[arg(long)]
@@ -254,6 +260,7 @@ fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusa
     close_inherited_descriptors().map_err(|e| {
         Refusal::cannot_enforce(e.context("cannot close the descriptors the command would inherit"))
     })?;
+    limit_processes(args.max_procs, identity.is_some())?;
     give_up_privileges(identity.as_ref(), args.keep_caps)?;
     // Set here, not only by the crate, so it holds on every path that runs the command.
     prctl::set_no_new_privs()
@@ -384,6 +391,20 @@ fn write_stdout(bytes: &[u8], what: &str) -> Result<(), Refusal> {
             status: EXIT_OUTPUT_FAILED,
             error: anyhow!("cannot write {what} to stdout: {e}"),
         })
+}
+
+/// The default `--max-procs` of a `--user` seat: a fork bomb stops there, and a CLI with its
+/// tools, language servers and their threads stays far below it.
+const DEFAULT_USER_MAX_PROCS: u64 = 4096;
+
+/// Sets RLIMIT_NPROC for the command (before the user switch, which keeps it).
+fn limit_processes(asked: Option<u64>, other_user: bool) -> Result<(), Refusal> {
+    let Some(limit) = asked.or(other_user.then_some(DEFAULT_USER_MAX_PROCS)) else {
+        return Ok(());
+    };
+    nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NPROC, limit, limit).map_err(
+        |e| Refusal::cannot_enforce(anyhow!("--max-procs {limit}: cannot set RLIMIT_NPROC: {e}")),
+    )
 }
 
 /// Root's capabilities reach past Landlock (chmod and chown of any file, mknod, reading other

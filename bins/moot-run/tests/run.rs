@@ -581,31 +581,294 @@ fn a_status_file_that_cannot_be_written_is_moot_runs_failure() {
     assert_eq!(errors.lines().count(), 1);
 }
 
-#[test]
-fn stdout_held_open_by_a_process_that_left_the_group_does_not_hang_moot_run() {
-    // The documented residual: setsid escapes the group. moot-run must still finish, say why it
-    // stopped reading, and report the command's own status.
-    let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("escapee");
-    let script = format!(
-        "setsid sh -c 'echo $$ > {pid}.tmp && mv {pid}.tmp {pid}; exec sleep 30' 2>/dev/null & \
-         while [ ! -e {pid} ]; do sleep 0.05; done; echo done",
-        pid = pid_file.display()
-    );
-    let out = output(moot_run(&["--grace", "0.2", "--", "sh", "-c", &script]));
-    let escapee: i32 = fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
+/// Runs `command` with stdout and stderr on pipes, reading both to end of file on threads:
+/// fails the test if either is still open `HANG` after moot-run exits (a process that kept
+/// the caller's output open would make a caller waiting for end of file hang).
+fn output_reaching_eof(mut command: Command) -> Output {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
-    let _ = kill(Pid::from_raw(escapee), Signal::SIGKILL);
-    assert_eq!(out.status.code(), Some(0));
-    assert_eq!(out.stdout, b"done\n");
-    assert_eq!(
-        stderr(&out),
-        "moot-run: stopped reading the command's stdout 1.0 s after its process group ended: a \
-         process outside the group (setsid?) still holds it open\n"
+    let reader = |mut pipe: Box<dyn Read + Send>| {
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            let _ = sender.send(bytes);
+        });
+        receiver
+    };
+    let stdout = reader(Box::new(child.stdout.take().unwrap()));
+    let stderr = reader(Box::new(child.stderr.take().unwrap()));
+    let status = wait_bounded(&mut child);
+    let eof = |receiver: std::sync::mpsc::Receiver<Vec<u8>>, what: &str| {
+        receiver
+            .recv_timeout(HANG)
+            .unwrap_or_else(|_| panic!("moot-run's {what} was still open {HANG:?} after it exited"))
+    };
+    Output {
+        status,
+        stdout: eof(stdout, "stdout"),
+        stderr: eof(stderr, "stderr"),
+    }
+}
+
+/// Live processes whose command line holds `marker`.
+fn live_with_marker(marker: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let zombie = fs::read_to_string(entry.path().join("stat"))
+            .ok()
+            .and_then(|stat| {
+                stat.rsplit_once(')')
+                    .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true);
+        if !zombie && String::from_utf8_lossy(&cmdline).contains(marker) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn nothing_the_command_started_outlives_moot_run_setsid_and_double_forks_included() {
+    // 300 detached sleepers, one that sleeps forever holding the command's stderr, and a double
+    // fork: all gone when moot-run returns, and the caller's stdout and stderr reach end of file.
+    let marker = "4242.125";
+    let script = format!(
+        "for i in $(seq 300); do setsid sleep {marker} </dev/null >/dev/null 2>&1 & done; \
+         setsid sh -c 'exec sleep infinity {marker}' </dev/null >/dev/null & \
+         sh -c '(setsid sleep {marker} &) ; exit 0' </dev/null >/dev/null 2>&1; \
+         echo started; exec sleep 100"
     );
+    let started = Instant::now();
+    let out = output_reaching_eof(moot_run(&[
+        "--deadline",
+        "2",
+        "--grace",
+        "0.5",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"started\n");
+    assert!(started.elapsed() < HANG);
+    let left = live_with_marker(marker);
+    assert!(
+        left.is_empty(),
+        "processes of the job outlived moot-run: {left:?}"
+    );
+}
+
+#[test]
+fn a_command_that_exits_at_once_leaves_no_detached_process() {
+    let marker = "4243.125";
+    let script = format!(
+        "for i in $(seq 50); do setsid sleep {marker} & done; setsid sh -c 'exec sleep infinity' & \
+         echo done"
+    );
+    let out = output_reaching_eof(moot_run(&["--", "sh", "-c", &script]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"done\n");
+    assert_eq!(stderr(&out), "");
+    assert!(live_with_marker(marker).is_empty());
+}
+
+/// A program the command starts, detached and with none of the command's descriptors, tries
+/// every way into the command's stdout and stderr: reopening them through `/proc`, taking them
+/// with pidfd_getfd, and ptrace; once while the command runs and once after it exited. Each
+/// attempt's result goes to `report`.
+fn forger(report: &Path) -> String {
+    let python = format!(
+        r#"
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+target = int(sys.argv[1])
+report = open({report:?}, "a")
+def attempt(round):
+    for fd in (1, 2):
+        try:
+            with open("/proc/%d/fd/%d" % (target, fd), "w") as f:
+                f.write('{{"forged":"FORGED-REOPEN"}}\n')
+            report.write("%s reopen %d: wrote\n" % (round, fd))
+        except OSError as e:
+            report.write("%s reopen %d: %s\n" % (round, fd, e.strerror))
+        try:
+            pidfd = os.pidfd_open(target)
+            got = libc.syscall({getfd}, pidfd, fd, 0)
+            if got < 0:
+                report.write("%s getfd %d: %s\n" % (round, fd, os.strerror(ctypes.get_errno())))
+            else:
+                os.write(got, b'{{"forged":"FORGED-GETFD"}}\n')
+                report.write("%s getfd %d: wrote\n" % (round, fd))
+        except OSError as e:
+            report.write("%s getfd %d: %s\n" % (round, fd, e.strerror))
+    seized = libc.syscall({ptrace}, 0x4206, target, 0, 0)
+    report.write("%s ptrace: %s\n" % (round, "seized" if seized == 0 else os.strerror(ctypes.get_errno())))
+    report.flush()
+attempt("running")
+while os.path.exists("/proc/%d/status" % target) and "zombie" not in open("/proc/%d/status" % target).read():
+    time.sleep(0.01)
+attempt("exited")
+"#,
+        report = report.display().to_string(),
+        getfd = nix::libc::SYS_pidfd_getfd,
+        ptrace = nix::libc::SYS_ptrace,
+    );
+    python
+}
+
+#[test]
+fn no_process_of_the_job_can_write_into_the_commands_stdout_or_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report");
+    let forger_py = dir.path().join("forger.py");
+    fs::write(&forger_py, forger(&report)).unwrap();
+    // The command prints its real answer, starts the forger detached with none of its own
+    // descriptors, waits until the first round is done, and exits.
+    let script = format!(
+        "echo real-answer; echo real-stderr >&2; \
+         setsid python3 {forger} $$ </dev/null >/dev/null 2>&1 & \
+         while [ \"$(cat {report} 2>/dev/null | grep -c running)\" -lt 5 ]; do sleep 0.01; done",
+        forger = forger_py.display(),
+        report = report.display()
+    );
+    let transcript = dir.path().join("run.ndjson");
+    let out = output_reaching_eof(moot_run(&[
+        "--transcript",
+        transcript.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"real-answer\n");
+    assert_eq!(stderr(&out), "real-stderr\n");
+    assert_eq!(fs::read(&transcript).unwrap(), b"real-answer\n");
+    // Every attempt of the first round ran and was refused by the kernel; the forger did not
+    // live to make the second.
+    let report = fs::read_to_string(&report).unwrap();
+    let running: Vec<&str> = report
+        .lines()
+        .filter(|l| l.starts_with("running"))
+        .collect();
+    assert_eq!(
+        running,
+        [
+            "running reopen 1: No such device or address",
+            "running getfd 1: Operation not permitted",
+            "running reopen 2: No such device or address",
+            "running getfd 2: Operation not permitted",
+            "running ptrace: Operation not permitted",
+        ],
+        "{report}"
+    );
+    // A second round, if the forger got to it before moot-run killed it, was refused too.
+    assert!(
+        !report.contains("wrote") && !report.contains("seized"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_flood_past_the_output_limit_keeps_head_and_tail_in_bounded_memory() {
+    // 2 GiB from a command that ignores the SIGTERM the limit sends; moot-run keeps 1 MiB.
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("run.ndjson");
+    let status = dir.path().join("status");
+    let mut child = moot_run(&[
+        "--max-output",
+        "1M",
+        "--grace",
+        "120",
+        "--transcript",
+        transcript.to_str().unwrap(),
+        "--status-file",
+        status.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "trap '' TERM; printf head; head -c 2147483648 /dev/zero; printf tail",
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    // The high-water mark of moot-run's memory, read while it runs (it only grows).
+    let mut peak_kib = 0u64;
+    while child.try_wait().unwrap().is_none() {
+        if let Ok(text) = fs::read_to_string(format!("/proc/{}/status", child.id())) {
+            if let Some(kib) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+            {
+                peak_kib = peak_kib.max(kib);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status_code = child.wait().unwrap().code();
+    let mut errors = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut errors)
+        .unwrap();
+    assert_eq!(status_code, Some(123), "{errors}");
+    let kept = fs::read(&transcript).unwrap();
+    assert_eq!(kept.len(), 1 << 20);
+    assert!(kept.starts_with(b"head") && kept.ends_with(b"tail"));
+    let outcome = status_file(&status);
+    let limit = outcome.output_limit.expect("the status names the limit");
+    assert_eq!((limit.stream.as_str(), limit.limit), ("stdout", 1 << 20));
+    assert_eq!(limit.dropped, (2u64 << 30) + 8 - (1 << 20));
+    assert_eq!(
+        errors,
+        format!(
+            "moot-run: the command's stdout passed --max-output (1048576 bytes): it was ended, \
+             and {} bytes of its middle were dropped (its head and tail are kept)\n",
+            limit.dropped
+        )
+    );
+    assert!(
+        peak_kib > 0 && peak_kib < 64 * 1024,
+        "moot-run peaked at {peak_kib} KiB"
+    );
+}
+
+#[test]
+fn kept_stderr_has_its_own_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let kept = dir.path().join("stderr");
+    let status = dir.path().join("status");
+    let out = output(moot_run(&[
+        "--max-stderr",
+        "64K",
+        "--stderr-file",
+        kept.to_str().unwrap(),
+        "--status-file",
+        status.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "echo answer; head -c 10000000 /dev/zero >&2; sleep 100",
+    ]));
+    assert_eq!(out.status.code(), Some(123), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"answer\n");
+    assert_eq!(fs::metadata(&kept).unwrap().len(), 64 << 10);
+    let limit = status_file(&status).output_limit.unwrap();
+    assert_eq!((limit.stream.as_str(), limit.limit), ("stderr", 64 << 10));
 }
 
 #[test]
