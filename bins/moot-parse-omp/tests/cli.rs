@@ -305,3 +305,25 @@ fn a_status_file_that_is_not_a_small_regular_file_fails_the_run() {
         assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
     }
 }
+
+/// A complete run whose moot-run status says its stdout passed `--max-output`: what the parser
+/// read is a head and a tail, never the CLI's whole stream, so it fails as `output_limit`.
+#[test]
+fn a_status_that_records_an_output_past_its_limit_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = dir.path().join("status");
+    std::fs::write(
+        &status,
+        r#"{"exit_code":123,"signal":null,"timed_out":false,"elapsed_ms":9,"pid":7,"output_limit":{"stream":"stdout","limit":1048576,"dropped":5}}"#,
+    )
+    .unwrap();
+    let flags = ["--status-file", status.to_str().unwrap()];
+    let out = run(BIN, &args(&flags), &case("omp", "real-plain"));
+    assert_eq!(out.status.code(), Some(1));
+    let envelope: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(envelope["run"]["ok"], false);
+    assert_eq!(envelope["run"]["error"]["class"], "output_limit");
+    assert_eq!(envelope["run"]["process"]["output_limit"]["dropped"], 5);
+    let message = envelope["run"]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("stdout passed its limit of 1048576 bytes"), "{message}");
+}

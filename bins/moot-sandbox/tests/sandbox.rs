@@ -928,6 +928,42 @@ fn user_runs_the_command_as_that_user_with_no_groups() {
     );
 }
 
+/// A `--user` seat has a process limit by default (RLIMIT_NPROC, 4096) and `--max-procs` sets
+/// it: past it a fork fails, so a fork bomb stops there.
+#[test]
+fn a_user_seat_has_a_process_limit() {
+    if !root_with_landlock(1, "a_user_seat_has_a_process_limit") {
+        return;
+    }
+    let limit = |flags: &[&str]| {
+        let mut args = flags.to_vec();
+        args.extend(["--", "awk", "/^Max processes/ { print $3, $4 }", "/proc/self/limits"]);
+        let out = sandbox(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out).trim().to_string()
+    };
+    assert_eq!(limit(&["--user", "65534:65534"]), "4096 4096");
+    assert_eq!(limit(&["--user", "65534:65534", "--max-procs", "64"]), "64 64");
+    // 40 sleepers: under a limit of 16 the shell cannot fork past it; under 100 it can.
+    let sleepers = |max: &str| {
+        sandbox(&[
+            "--user",
+            "65534:65534",
+            "--max-procs",
+            max,
+            "--",
+            "sh",
+            "-c",
+            "for i in $(seq 40); do sleep 2 & done; echo started",
+        ])
+    };
+    let under = sleepers("16");
+    assert!(!under.status.success());
+    assert!(stderr(&under).contains("Cannot fork"), "{}", stderr(&under));
+    let over = sleepers("100");
+    assert_eq!(stdout(&over), "started\n", "{}", stderr(&over));
+}
+
 /// The man page's "Not covered" section names everything `--check` reports as not covered.
 #[test]
 fn check_and_the_man_page_say_what_is_not_covered() {
