@@ -18,7 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 REALCLI_DIR=${REALCLI_DIR:-${TMPDIR:-/tmp}/moot-realcli}
 MOOT_BIN=$(cd "${MOOT_BIN:-$root/target/debug}" && pwd)
-SCENARIOS=${ONLY:-plain shell outside error length drop deadline bigprompt resume asks activity marker tools managed start health}
+SCENARIOS=${ONLY:-plain shell outside forge detach error length drop deadline bigprompt resume asks activity marker tools managed start health}
 # The managed-session and lifecycle scenarios run through the adapter alone (they are its
 # contract); each applies to the CLIs it names.
 ADAPTER_ONLY=" activity marker tools managed start health "
@@ -27,7 +27,7 @@ CLIS=${*:-$("$MOOT_BIN/moot-render" --list --json |
     python3 -c 'import json, sys; print(" ".join(e["name"] for e in json.load(sys.stdin) if e["parser"]))')}
 work=$(mktemp -d "${TMPDIR:-/tmp}/moot-e2e.XXXXXX")
 passed=0 failed=0 skipped=0
-trap 'kill "$fake_pid" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill "$fake_pid" 2>/dev/null; [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
 
 # Every CLI talks to the fake provider only; nothing else is reachable anyway.
 export HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9
@@ -247,6 +247,100 @@ activity_run() {
     [ -n "$seen" ] || token_lead=-1
 }
 
+# A program the agent's shell starts, detached and with none of the CLI's descendants'
+# descriptors, that tries to add a forged line to the stream the verdict is read from: for every
+# ancestor it can see, it reopens /proc/<pid>/fd/1 and /2, takes them with pidfd_getfd and tries
+# ptrace, writes through whatever it got while the CLI runs, and again once the CLI has exited.
+# Each attempt's result goes to forge.report in the workspace.
+forger() {
+    cat >"$ws/forge.py" <<'PY'
+import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+SYS_PIDFD_GETFD, PTRACE_SEIZE = 438, 0x4206
+SYS_PTRACE = {"x86_64": 101, "aarch64": 117}[os.uname().machine]
+FORGED = b'{"forged":"FORGED-LINE"}\n'
+report = open("forge.report", "a")
+def say(text):
+    report.write(text + "\n")
+    report.flush()
+def comm(pid):
+    return open("/proc/%d/comm" % pid).read().strip()
+def stat(pid):
+    return open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+# The forger's ancestors up to moot-run ("tool" in the report), and the CLI ("cli"): moot-run's
+# first child. (A CLI may start its shell detached: omp's is moot-run's child, not the CLI's.)
+def ancestors():
+    pid, found = os.getppid(), []
+    while pid > 1:
+        try:
+            up = int(stat(pid)[1])
+            found.append((pid, "tool"))
+            if comm(up) == "moot-run":
+                break
+            pid = up
+        except (OSError, ValueError, IndexError):
+            return found
+    children = []
+    for entry in os.listdir("/proc"):
+        try:
+            fields = stat(int(entry))
+            if int(fields[1]) == up:
+                children.append((int(fields[19]), int(entry)))
+        except (OSError, ValueError, IndexError):
+            pass
+    cli = min(children)[1]
+    return [(p, r) for p, r in found if p != cli] + [(cli, "cli")]
+kept = []
+def link(pid, fd):
+    try:
+        return os.readlink("/proc/%d/fd/%d" % (pid, fd))
+    except OSError as e:
+        return e.strerror
+def attempt(round, pids):
+    for pid, role in pids:
+        say("%s %s %d is %s: fd 1 %s, fd 2 %s" % (round, role, pid, comm(pid), link(pid, 1), link(pid, 2)))
+        for fd in (1, 2):
+            try:
+                f = open("/proc/%d/fd/%d" % (pid, fd), "wb", buffering=0)
+                f.write(FORGED)
+                # The CLI's stdout is kept, to write again once it exited; a tool's pipe is
+                # let go, or its shell would wait for it.
+                if role == "cli" and fd == 1:
+                    kept.append(f)
+                say("%s %s %d reopen %d: wrote" % (round, role, pid, fd))
+            except OSError as e:
+                say("%s %s %d reopen %d: %s" % (round, role, pid, fd, e.strerror))
+            try:
+                got = libc.syscall(SYS_PIDFD_GETFD, os.pidfd_open(pid), fd, 0)
+                if got < 0:
+                    say("%s %s %d getfd %d: %s" % (round, role, pid, fd, os.strerror(ctypes.get_errno())))
+                else:
+                    os.write(got, FORGED)
+                    if role == "cli" and fd == 1:
+                        kept.append(os.fdopen(got, "wb", buffering=0))
+                    else:
+                        os.close(got)
+                    say("%s %s %d getfd %d: wrote" % (round, role, pid, fd))
+            except OSError as e:
+                say("%s %s %d getfd %d: %s" % (round, role, pid, fd, e.strerror))
+        seized = libc.syscall(SYS_PTRACE, PTRACE_SEIZE, pid, 0, 0)
+        say("%s %s %d ptrace: %s" % (round, role, pid, "seized" if seized == 0 else os.strerror(ctypes.get_errno())))
+pids = ancestors()
+attempt("running", pids)
+say("first round done")
+deadline = time.time() + 60
+while time.time() < deadline and any(os.path.exists("/proc/%d" % p) for p, _ in pids):
+    time.sleep(0.05)
+for f in kept:
+    try:
+        f.write(FORGED)
+        say("exited: wrote through a kept descriptor")
+    except OSError:
+        pass
+attempt("exited", pids)
+PY
+}
+
 # check SCENARIO PATH: runs one scenario through one path; echoes the reason on failure.
 check() {
     local scenario=$1 via=$2
@@ -271,6 +365,42 @@ check() {
                 echo "a write outside the workspace landed"
             elif [ ! -e "$ws/inside.txt" ]; then
                 echo "the command never ran (exit $status): $(head -c 300 "$err")"
+            fi
+            ;;
+        forge)
+            forger
+            echo "toolcmd setsid python3 forge.py </dev/null >/dev/null 2>&1 & while ! grep -q 'first round done' forge.report 2>/dev/null; do sleep 0.05; done" >"$scenario_file"
+            $run "Run the tool."
+            local transcript
+            transcript=$(ls -dt "$work"/stage.* 2>/dev/null | head -n 1)/run.ndjson
+            if [ ! -s "$ws/forge.report" ]; then
+                echo "the forger never ran (exit $status): $(head -c 300 "$err")"
+            elif grep -q -e ' cli .* reopen 1: wrote' -e 'getfd.*wrote' -e seized "$ws/forge.report"; then
+                echo "a process of the job reached the CLI: $(grep -e ' cli .* reopen 1: wrote' -e 'getfd.*wrote' -e seized "$ws/forge.report" | head -n 3 | tr '\n' ';')"
+            elif ! grep -q '^running cli .* reopen 1: ' "$ws/forge.report"; then
+                echo "the forger never found the CLI: $(head -c 300 "$ws/forge.report")"
+            elif grep -qF '{"forged":' "$err"; then
+                echo "a forged line reached stderr"
+            elif [ "$status" != 0 ] || ! grep -qF "$COMPLETE" "$out" || grep -q FORGED "$out"; then
+                echo "exit $status, answer: $(head -c 200 "$out"): $(head -c 300 "$err")"
+            elif [ "$via" = pipeline ] && grep -q '^{"forged":' "$transcript"; then
+                echo "a forged line is in the transcript"
+            fi
+            ;;
+        detach)
+            # 300 detached sleepers and one that sleeps forever: none outlives the run.
+            echo "toolcmd for i in \$(seq 300); do setsid sleep 4242.5 </dev/null >/dev/null 2>&1 & done; setsid sh -c 'exec sleep infinity 4243.5' </dev/null >/dev/null 2>&1 & touch detached.txt" >"$scenario_file"
+            local started=$SECONDS
+            $run "Run the tool." 120
+            local took=$((SECONDS - started)) left
+            left=$(pgrep -f -c 'sleep (infinity )?424[23]\.5')
+            pkill -f 'sleep (infinity )?424[23]\.5'
+            if [ ! -e "$ws/detached.txt" ]; then
+                echo "the command never ran (exit $status): $(head -c 300 "$err")"
+            elif [ "$left" != 0 ]; then
+                echo "$left processes the agent started outlived the run"
+            elif [ "$status" != 0 ] || [ "$took" -gt 100 ]; then
+                echo "exit $status after ${took}s: $(head -c 300 "$err")"
             fi
             ;;
         error | length | drop)
