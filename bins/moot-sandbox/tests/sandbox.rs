@@ -928,6 +928,43 @@ fn user_runs_the_command_as_that_user_with_no_groups() {
     );
 }
 
+/// The other way into a process besides ptrace (which moot-run's seccomp filter denies):
+/// `/proc/<pid>/mem` opened for writing. `/proc` is granted read-only, so a process in the
+/// sandbox can read a sibling's memory but never write it (the CLI's, say, to change its
+/// stream before it prints it).
+#[test]
+fn another_process_memory_is_never_writable_in_the_sandbox() {
+    if !kernel_has(1, "another_process_memory_is_never_writable_in_the_sandbox") {
+        return;
+    }
+    let Some((python, prefix)) = python3() else {
+        return;
+    };
+    let opens = |flags: &[&str]| {
+        let mut args = vec!["--rx", &prefix];
+        args.extend(flags);
+        args.extend([
+            "--",
+            &python,
+            "-c",
+            "import os, subprocess\n\
+             child = subprocess.Popen(['sleep', '5'])\n\
+             for mode in (os.O_RDONLY, os.O_RDWR):\n\
+             \x20   try:\n\
+             \x20       os.close(os.open('/proc/%d/mem' % child.pid, mode)); print('opened')\n\
+             \x20   except OSError as e:\n\
+             \x20       print(e.strerror)\n\
+             child.kill()",
+        ]);
+        let out = sandbox(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    assert_eq!(opens(&[]), "opened\nPermission denied\n");
+    // The same process with /proc writable: the grant is what stops it.
+    assert_eq!(opens(&["--rw", "/proc"]), "opened\nopened\n");
+}
+
 /// A `--user` seat has a process limit by default (RLIMIT_NPROC, 4096) and `--max-procs` sets
 /// it: past it a fork fails, so a fork bomb stops there.
 #[test]
