@@ -30,7 +30,7 @@ demo: build
 
 # Benchmarks are never timed tests: this prints medians and ratios measured in one run.
 bench: build
-	python3 scripts/bench/bench.py --bin $(RELEASE)
+	python3 scripts/bench/bench.py --bin $(RELEASE) $(if $(BEFORE),--before $(BEFORE))
 
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7

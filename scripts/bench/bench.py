@@ -7,7 +7,8 @@ Measures, with several repetitions and reporting medians and ratios:
     events, on generated 100 MiB and 1 GiB streams;
   * peak RSS of each parser (/usr/bin/time -v) at both sizes;
   * start-up time of every tool (`--version`, and a tiny job) vs /bin/true;
-  * the whole omp adapter.sh pipeline over a stub runtime vs the stub alone;
+  * the whole omp adapter.sh pipeline over a stub runtime vs the stub alone (and, with
+    --before DIR, the same with an earlier build's binaries);
   * staging a 5 MiB prompt with moot-render.
 Prints a Markdown report on stdout (BENCHMARKS.md holds a run of it).
 
@@ -206,6 +207,9 @@ def main():
     ap.add_argument("--sizes", default="100,1024")
     ap.add_argument("--data", default=os.path.join(ROOT, "bench-data"))
     ap.add_argument("--bin", default=release_dir())
+    ap.add_argument("--before", metavar="DIR",
+                    help="also time the adapter pipeline with the release binaries of an earlier "
+                         "build in DIR (make bench BEFORE=DIR), in the same run")
     ap.add_argument("--dynamic", metavar="DIR",
                     help="also time --version of a dynamically linked build in DIR "
                          "(cargo build --release puts one in target/release)")
@@ -254,15 +258,20 @@ def main():
     scratch = os.path.join(args.data, "scratch")
     os.makedirs(scratch, exist_ok=True)
     alone, tools, whole = pipeline(args.bin, 100, scratch)
+    before = pipeline(args.before, 100, scratch) if args.before else None
     staged, inline = staging(args.bin, 50, scratch)
     print("\n## The adapter pipeline and staging (mean of 100 and 50 runs)\n")
     print("| what | time | over the reference |")
     print("|---|---|---|")
     print(f"| stub omp alone (replays a real capture) | {alone * 1000:.2f} ms | |")
-    print(f"| `moot-render omp \\| moot-run \\| moot-parse-omp --text` over the stub | "
-          f"{tools * 1000:.2f} ms | {(tools - alone) * 1000:+.2f} ms over the stub |")
-    print(f"| `adapter.sh` over the stub (the same, plus its shell work) | {whole * 1000:.2f} ms | "
-          f"{(whole - alone) * 1000:+.2f} ms over the stub |")
+    builds = [("", (alone, tools, whole))]
+    if before:
+        builds.append((f" (before: {args.before})", before))
+    for label, (stub, piped_tools, adapter) in builds:
+        print(f"| `moot-render omp \\| moot-run \\| moot-parse-omp --text` over the stub{label} | "
+              f"{piped_tools * 1000:.2f} ms | {(piped_tools - stub) * 1000:+.2f} ms over the stub |")
+        print(f"| `adapter.sh` over the stub (the same, plus its shell work){label} | "
+              f"{adapter * 1000:.2f} ms | {(adapter - stub) * 1000:+.2f} ms over the stub |")
     print(f"| `moot-render omp`, short prompt | {inline * 1000:.2f} ms | |")
     print(f"| `moot-render omp`, 5 MiB prompt staged (0600 file, 0700 dir) | {staged * 1000:.2f} ms | "
           f"{(staged - inline) * 1000:+.2f} ms over the short prompt |")
