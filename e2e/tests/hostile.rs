@@ -197,3 +197,37 @@ fn the_readme_pipeline_keeps_the_harness_files_out_of_the_agents_reach() {
         "the replay differs from the live envelope"
     );
 }
+
+/// An agent that floods the CLI's stdout after a complete, successful run: moot-run keeps the
+/// head and tail within `--max-output`, and the parser fails the run as `output_limit`, naming
+/// the limit, though the head it read is a whole successful run.
+#[test]
+fn a_flood_past_the_output_limit_fails_the_verdict_whatever_the_head_says() {
+    let stage = tempfile::tempdir().unwrap();
+    let status = stage.path().join("status");
+    let capture = moot_e2e::root().join("testdata/omp/real-plain.ndjson");
+    let script = format!(
+        "{} --max-output 1M --status-file {} -- sh -c 'cat {}; head -c 100000000 /dev/zero' | \
+         {} --status-file {}",
+        tool("moot-run").display(),
+        status.display(),
+        capture.display(),
+        tool("moot-parse-omp").display(),
+        status.display()
+    );
+    let out = Command::new("sh")
+        .args(["-c", &script])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let envelope: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(envelope["run"]["ok"], false, "{envelope}");
+    assert_eq!(envelope["run"]["error"]["class"], "output_limit");
+    assert_eq!(envelope["run"]["process"]["exit_code"], 123);
+    let message = envelope["run"]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("stdout passed its limit of 1048576 bytes"),
+        "{message}"
+    );
+}

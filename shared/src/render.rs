@@ -801,7 +801,7 @@ fn prompt_bytes(args: &RenderArgs) -> Result<Vec<u8>, Refusal> {
     }
     match args.job.prompt_file.as_deref() {
         Some(file) if file != "-" => {
-            let read = File::open(file).and_then(|f| read_capped(f, limit));
+            let read = open_regular(file).and_then(|f| read_capped(f, limit));
             read.map_err(|e| {
                 Refusal::new("--prompt-file", format!("cannot read it: {e}")).value(file)
             })
@@ -809,6 +809,23 @@ fn prompt_bytes(args: &RenderArgs) -> Result<Vec<u8>, Refusal> {
         _ => read_capped(io::stdin().lock(), limit)
             .map_err(|e| Refusal::new("stdin", format!("cannot read the prompt: {e}"))),
     }
+}
+
+/// Opens a prompt file that must be a regular file (a symbolic link to one is fine): a FIFO
+/// would hang moot-render until someone writes it, a device would never end. Opened
+/// non-blocking, so even a FIFO's open returns at once to be refused.
+fn open_regular(path: &str) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other(
+            "not a regular file; to read a pipe, give --prompt-file - and pipe it on stdin",
+        ));
+    }
+    Ok(file)
 }
 
 /// Reads at most `limit` bytes; more is an error (a prompt that size is a mistake, and holding

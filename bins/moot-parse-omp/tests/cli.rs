@@ -325,5 +325,8 @@ fn a_status_that_records_an_output_past_its_limit_fails_the_run() {
     assert_eq!(envelope["run"]["error"]["class"], "output_limit");
     assert_eq!(envelope["run"]["process"]["output_limit"]["dropped"], 5);
     let message = envelope["run"]["error"]["message"].as_str().unwrap();
-    assert!(message.contains("stdout passed its limit of 1048576 bytes"), "{message}");
+    assert!(
+        message.contains("stdout passed its limit of 1048576 bytes"),
+        "{message}"
+    );
 }

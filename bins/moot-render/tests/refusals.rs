@@ -291,6 +291,22 @@ fn files_that_must_exist() {
         &["claude", "--system-prompt-file", "fifo", "--", "x"],
         "--system-prompt-file (fifo): not a readable regular file (not a regular file)",
     );
+    // Nor does a prompt file that is a FIFO or a device hang or flood moot-render.
+    refused_each(
+        &env,
+        &[
+            (
+                &["omp", "--prompt-file", "fifo"],
+                "--prompt-file (fifo): cannot read it: not a regular file; to read a pipe, give \
+                 --prompt-file - and pipe it on stdin",
+            ),
+            (
+                &["omp", "--prompt-file", "/dev/zero"],
+                "--prompt-file (/dev/zero): cannot read it: not a regular file; to read a pipe, \
+                 give --prompt-file - and pipe it on stdin",
+            ),
+        ],
+    );
     fs::write(env.work().join("prompt.md"), "be terse").unwrap();
     refused_each(
         &env,

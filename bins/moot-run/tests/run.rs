@@ -849,12 +849,15 @@ fn a_flood_past_the_output_limit_keeps_head_and_tail_in_bounded_memory() {
 
 #[test]
 fn kept_stderr_has_its_own_limit() {
+    // 2 GiB on stderr from a command that ignores the SIGTERM the limit sends.
     let dir = tempfile::tempdir().unwrap();
     let kept = dir.path().join("stderr");
     let status = dir.path().join("status");
     let out = output(moot_run(&[
         "--max-stderr",
         "64K",
+        "--grace",
+        "120",
         "--stderr-file",
         kept.to_str().unwrap(),
         "--status-file",
@@ -862,13 +865,14 @@ fn kept_stderr_has_its_own_limit() {
         "--",
         "sh",
         "-c",
-        "echo answer; head -c 10000000 /dev/zero >&2; sleep 100",
+        "trap '' TERM; echo answer; head -c 2147483648 /dev/zero >&2",
     ]));
     assert_eq!(out.status.code(), Some(123), "{}", stderr(&out));
     assert_eq!(out.stdout, b"answer\n");
     assert_eq!(fs::metadata(&kept).unwrap().len(), 64 << 10);
     let limit = status_file(&status).output_limit.unwrap();
     assert_eq!((limit.stream.as_str(), limit.limit), ("stderr", 64 << 10));
+    assert_eq!(limit.dropped, (2u64 << 30) - (64 << 10));
 }
 
 #[test]

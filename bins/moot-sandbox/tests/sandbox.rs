@@ -974,13 +974,21 @@ fn a_user_seat_has_a_process_limit() {
     }
     let limit = |flags: &[&str]| {
         let mut args = flags.to_vec();
-        args.extend(["--", "awk", "/^Max processes/ { print $3, $4 }", "/proc/self/limits"]);
+        args.extend([
+            "--",
+            "awk",
+            "/^Max processes/ { print $3, $4 }",
+            "/proc/self/limits",
+        ]);
         let out = sandbox(&args);
         assert!(out.status.success(), "{}", stderr(&out));
         stdout(&out).trim().to_string()
     };
     assert_eq!(limit(&["--user", "65534:65534"]), "4096 4096");
-    assert_eq!(limit(&["--user", "65534:65534", "--max-procs", "64"]), "64 64");
+    assert_eq!(
+        limit(&["--user", "65534:65534", "--max-procs", "64"]),
+        "64 64"
+    );
     // 40 sleepers: under a limit of 16 the shell cannot fork past it; under 100 it can.
     let sleepers = |max: &str| {
         sandbox(&[
