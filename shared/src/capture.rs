@@ -15,7 +15,8 @@
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use nix::sys::socket::{shutdown, socketpair, AddressFamily, Shutdown, SockFlag, SockType};
@@ -78,6 +79,8 @@ pub struct Copied {
 /// deadline.
 pub struct Pump {
     done: mpsc::Receiver<Copied>,
+    /// Bytes read so far: how [`Pump::finish`] tells a slow reader downstream from a stalled one.
+    progress: Arc<AtomicU64>,
 }
 
 impl Pump {
@@ -91,23 +94,52 @@ impl Pump {
         overflow: OwnedFd,
     ) -> io::Result<Self> {
         let (sender, done) = mpsc::channel();
+        let progress = Arc::new(AtomicU64::new(0));
+        let counter = Arc::clone(&progress);
         std::thread::Builder::new()
             .name(name.into())
             .spawn(move || {
-                let copied = copy(File::from(from), sinks, limit, File::from(overflow));
+                let copied = copy(
+                    File::from(from),
+                    sinks,
+                    limit,
+                    File::from(overflow),
+                    &counter,
+                );
                 // The receiver is gone only if moot-run stopped waiting; nothing to report then.
                 let _ = sender.send(copied);
             })?;
-        Ok(Pump { done })
+        Ok(Pump { done, progress })
     }
 
-    /// What the copy did, or `None` if it had not reached end of file `within` this long.
-    pub fn finish(self, within: Duration) -> Option<Copied> {
-        self.done.recv_timeout(within).ok()
+    /// What the copy did, or `None` if it stopped making progress (no byte read, so none
+    /// delivered, for `idle`) before it reached end of file: a reader downstream that stopped
+    /// reading, or a writer outside the job that keeps the socket open without writing.
+    pub fn finish(self, idle: Duration) -> Option<Copied> {
+        let mut seen = self.progress.load(Ordering::Relaxed);
+        loop {
+            match self.done.recv_timeout(idle) {
+                Ok(copied) => return Some(copied),
+                Err(mpsc::RecvTimeoutError::Disconnected) => return None,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    let now = self.progress.load(Ordering::Relaxed);
+                    if now == seen {
+                        return None;
+                    }
+                    seen = now;
+                }
+            }
+        }
     }
 }
 
-fn copy(mut from: File, sinks: Vec<Sink>, limit: u64, mut overflow: File) -> Copied {
+fn copy(
+    mut from: File,
+    sinks: Vec<Sink>,
+    limit: u64,
+    mut overflow: File,
+    progress: &AtomicU64,
+) -> Copied {
     let mut out = Sinks {
         sinks: sinks.into_iter().map(Some).collect(),
         failed: None,
@@ -128,6 +160,7 @@ fn copy(mut from: File, sinks: Vec<Sink>, limit: u64, mut overflow: File) -> Cop
                 break;
             }
         };
+        progress.fetch_add(n as u64, Ordering::Relaxed);
         let chunk = &buf[..n];
         // The part that still fits in the head goes out at once; the rest waits in the tail.
         let head_room = usize::try_from(head_size.saturating_sub(total)).unwrap_or(usize::MAX);

@@ -57,9 +57,9 @@ const DEFAULT_PATH: &str = "/bin:/usr/bin";
 /// NUL-separated argv on stdin larger than this is refused: the kernel would refuse to exec it.
 const MAX_STDIN_ARGV: u64 = 64 << 20;
 
-/// After every process of the job has been killed, how long moot-run waits at least for its
-/// stdout and stderr to reach end of file (the grace period, when longer); only a process
-/// outside the job could still hold them.
+/// After every process of the job has been killed, how long at least moot-run lets the copy of
+/// its stdout or stderr go without moving a byte (the grace period, when longer) before it
+/// gives up on delivering it.
 const DRAIN_AT_LEAST: Duration = Duration::from_secs(1);
 
 /// How long the sweep that kills what the command left behind may take (a process stuck in the
@@ -549,18 +549,19 @@ impl Started {
 }
 
 impl Running {
-    /// Waits up to `within` for both copies to end; returns the output that passed its limit.
-    fn finish(self, tool: &str, within: Duration) -> anyhow::Result<Option<OutputLimit>> {
-        let until = Instant::now() + within;
+    /// Waits for both copies to end, as long as each makes progress (`idle` at most without
+    /// a byte); returns the output that passed its limit. A copy that stalls is a failure:
+    /// what the command printed was not all delivered.
+    fn finish(self, tool: &str, idle: Duration) -> anyhow::Result<Option<OutputLimit>> {
         let mut limit = None;
         for (pump, stream) in [(self.stdout, "stdout"), (self.stderr, "stderr")] {
-            let Some(copied) = pump.finish(until.saturating_duration_since(Instant::now())) else {
-                crate::eprintln_whole!(
-                    "{tool}: stopped reading the command's {stream} {:.1} s after every process \
-                     of the job was killed: a process outside the job still holds it open",
-                    within.as_secs_f64()
+            let Some(copied) = pump.finish(idle) else {
+                anyhow::bail!(
+                    "cannot deliver the command's {stream}: no byte of it moved for {:.1} s \
+                     after every process of the job was killed (the reader downstream stopped \
+                     reading, or a process outside the job holds it open)",
+                    idle.as_secs_f64()
                 );
-                continue;
             };
             if let Some((label, e)) = copied.sink {
                 let kept = if label == "stdout" && e.kind() == io::ErrorKind::BrokenPipe {
@@ -1027,7 +1028,11 @@ impl Group {
         let mut kill_at: Option<Instant> = None;
         loop {
             if reaper::reap_orphans(self.pgid).context("cannot wait for the command")? {
-                return Ok(timed_out);
+                // An exit first seen after the deadline is not one within it: moot-run may have
+                // been stopped meanwhile (a SIGSTOP from a process of the job, when no
+                // moot-sandbox scopes its signals), and the deadline is the contract.
+                let late = deadline.is_some_and(|d| Instant::now() >= d);
+                return Ok(timed_out || late);
             }
             let now = Instant::now();
             if !timed_out && deadline.is_some_and(|d| now >= d) {

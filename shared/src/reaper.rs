@@ -48,19 +48,24 @@ pub fn reap_orphans(leader: Pid) -> io::Result<bool> {
 }
 
 /// Kills every descendant (the command must be reaped already) and reaps them: the children
-/// first, then the children that re-parents to this process, until there are none. Returns how
-/// many were killed, or, past `within` (a process stuck in the kernel), how many are left.
+/// first, then the children that are re-parented to this process, until the kernel says there
+/// is no child left (ECHILD). With no child there is no descendant: a descendant's ancestor
+/// just below this process is a child, or was one until it died and handed its children over.
+/// `/proc` only says whom to kill; it is read entry by entry, and a child re-parented while it
+/// is read may be missed by one round, never by the end. Returns how many were killed, or,
+/// past `within` (a process stuck in the kernel), how many children are left.
 pub fn kill_every_descendant(within: Duration) -> Result<usize, usize> {
     let give_up = Instant::now() + within;
     let mut killed = 0;
     loop {
-        reap_all_exited();
-        let children = live_children();
-        if children.is_empty() {
+        if !reap_all_exited() {
             return Ok(killed);
         }
+        // Every state: a child whose main thread has exited shows as a zombie while its other
+        // threads (and their children) live on; SIGKILL ends the whole thread group.
+        let children = children();
         if Instant::now() >= give_up {
-            return Err(children.len());
+            return Err(children.len().max(1));
         }
         for child in &children {
             if kill(*child, Signal::SIGKILL).is_ok() {
@@ -76,18 +81,21 @@ fn reap(pid: Pid) {
     let _ = waitpid(pid, Some(WaitPidFlag::WNOHANG));
 }
 
-fn reap_all_exited() {
+/// Reaps every child that has exited; says whether any child is left.
+fn reap_all_exited() -> bool {
     loop {
         match waitpid(None::<Pid>, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::StillAlive) | Err(_) => return,
-            Ok(_) => {}
+            Ok(WaitStatus::StillAlive) => return true,
+            Err(Errno::ECHILD) => return false,
+            Err(Errno::EINTR) | Ok(_) => {}
+            // Not expected with these arguments; the next round asks again.
+            Err(_) => return true,
         }
     }
 }
 
-/// This process's children that have not exited, from `/proc/<pid>/stat` (a process killed
-/// between two reads is seen dead or not at all; either way the next round settles it).
-fn live_children() -> Vec<Pid> {
+/// This process's children, in any state, from `/proc/<pid>/stat`.
+fn children() -> Vec<Pid> {
     let me = getpid().as_raw();
     let Ok(entries) = fs::read_dir("/proc") else {
         return Vec::new();
@@ -98,23 +106,20 @@ fn live_children() -> Vec<Pid> {
         .filter(|&pid| {
             fs::read(format!("/proc/{pid}/stat"))
                 .ok()
-                .and_then(|stat| parent_and_state(&stat))
-                .is_some_and(|(parent, state)| parent == me && state != b'Z')
+                .and_then(|stat| parent_of(&stat))
+                .is_some_and(|parent| parent == me)
         })
         .map(Pid::from_raw)
         .collect()
 }
 
-/// The parent pid and state letter of a `/proc/<pid>/stat` line. The command name in
-/// parentheses may hold spaces and parentheses itself, so the fields are read after the last
-/// `)`: `pid (comm) S ppid …`.
-fn parent_and_state(stat: &[u8]) -> Option<(i32, u8)> {
+/// The parent pid of a `/proc/<pid>/stat` line. The command name in parentheses may hold
+/// spaces and parentheses itself, so the fields are read after the last `)`:
+/// `pid (comm) S ppid …`.
+fn parent_of(stat: &[u8]) -> Option<i32> {
     let close = stat.iter().rposition(|&b| b == b')')?;
     let rest = std::str::from_utf8(stat.get(close + 1..)?).ok()?;
-    let mut fields = rest.split_ascii_whitespace();
-    let state = *fields.next()?.as_bytes().first()?;
-    let parent = fields.next()?.parse().ok()?;
-    Some((parent, state))
+    rest.split_ascii_whitespace().nth(1)?.parse().ok()
 }
 
 #[cfg(test)]
@@ -123,12 +128,9 @@ mod tests {
 
     #[test]
     fn a_stat_line_is_read_after_the_last_parenthesis() {
-        assert_eq!(
-            parent_and_state(b"42 (a) b (c)) S 7 42 42 0 -1\n"),
-            Some((7, b'S'))
-        );
-        assert_eq!(parent_and_state(b"1 (init) Z 0 1"), Some((0, b'Z')));
-        assert_eq!(parent_and_state(b"garbage"), None);
-        assert_eq!(parent_and_state(b"1 (x)"), None);
+        assert_eq!(parent_of(b"42 (a) b (c)) S 7 42 42 0 -1\n"), Some(7));
+        assert_eq!(parent_of(b"1 (init) Z 0 1"), Some(0));
+        assert_eq!(parent_of(b"garbage"), None);
+        assert_eq!(parent_of(b"1 (x)"), None);
     }
 }

@@ -668,6 +668,72 @@ fn nothing_the_command_started_outlives_moot_run_setsid_and_double_forks_include
     );
 }
 
+/// A detached process whose main thread has exited (its leader shows as a zombie in `/proc`
+/// while another thread lives on and starts children): killed with its children.
+const THREAD_LEADER: &str = r#"
+import ctypes, os, threading, time
+if os.fork():
+    os._exit(0)
+os.setsid()
+def spawn():
+    for _ in range(3):
+        if os.fork() == 0:
+            os.setsid()
+            os.execvp("sleep", ["sleep", "4245.25"])
+    time.sleep(30)
+threading.Thread(target=spawn).start()
+time.sleep(0.2)
+ctypes.CDLL(None).pthread_exit(None)
+"#;
+
+/// 55 chains that hop: each link calls setsid, forks and exits, 40 times, then sleeps. While
+/// moot-run sweeps, children are re-parented to it in the middle of its reading `/proc`.
+const HOPPING_CHAINS: &str = r#"
+import os, time
+for _ in range(55):
+    if os.fork() == 0:
+        os.setsid()
+        for hop in range(40):
+            if os.fork():
+                os._exit(0)
+            time.sleep(0.002)
+        os.execvp("sleep", ["sleep", "4246.25"])
+"#;
+
+#[test]
+fn a_process_whose_main_thread_exited_is_killed_with_its_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("leader.py");
+    fs::write(&script, THREAD_LEADER).unwrap();
+    let command = format!(
+        "python3 {} </dev/null >/dev/null 2>&1; sleep 0.5",
+        script.display()
+    );
+    let out = output_reaching_eof(moot_run(&["--", "sh", "-c", &command]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let left = live_with_marker("4245.25");
+    assert!(left.is_empty(), "outlived moot-run: {left:?}");
+}
+
+#[test]
+fn processes_that_hop_while_moot_run_sweeps_are_all_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("chains.py");
+    fs::write(&script, HOPPING_CHAINS).unwrap();
+    let command = format!("python3 {} </dev/null >/dev/null 2>&1", script.display());
+    // Five runs: a sweep that trusted one reading of /proc missed a chain in about one run of
+    // five.
+    for _ in 0..5 {
+        let out = output_reaching_eof(moot_run(&["--", "sh", "-c", &command]));
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let left = live_with_marker(script.to_str().unwrap())
+            .into_iter()
+            .chain(live_with_marker("4246.25"))
+            .collect::<Vec<_>>();
+        assert!(left.is_empty(), "outlived moot-run: {left:?}");
+    }
+}
+
 #[test]
 fn a_command_that_exits_at_once_leaves_no_detached_process() {
     let marker = "4243.125";
@@ -873,6 +939,41 @@ fn kept_stderr_has_its_own_limit() {
     let limit = status_file(&status).output_limit.unwrap();
     assert_eq!((limit.stream.as_str(), limit.limit), ("stderr", 64 << 10));
     assert_eq!(limit.dropped, (2u64 << 30) - (64 << 10));
+}
+
+/// The command printed all it had and exited, but the reader downstream stopped reading: once
+/// the copy has not moved for the grace period, moot-run says the output was not delivered
+/// (exit 125) instead of ending as if it had been.
+#[test]
+fn output_a_reader_never_takes_is_a_failure_not_a_success() {
+    let mut child = moot_run(&[
+        "--grace",
+        "0.5",
+        "--",
+        "sh",
+        "-c",
+        "head -c 150000 /dev/zero",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    // Not a byte read until moot-run has given up.
+    let status = wait_bounded(&mut child);
+    let mut errors = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut errors)
+        .unwrap();
+    assert_eq!(status.code(), Some(125), "{errors}");
+    assert_eq!(
+        errors,
+        "moot-run: cannot deliver the command's stdout: no byte of it moved for 1.0 s after \
+         every process of the job was killed (the reader downstream stopped reading, or a \
+         process outside the job holds it open)\n"
+    );
 }
 
 #[test]
