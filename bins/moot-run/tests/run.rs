@@ -845,31 +845,37 @@ fn no_process_of_the_job_can_write_into_the_commands_stdout_or_stderr() {
     );
 }
 
-#[test]
-fn a_flood_past_the_output_limit_keeps_head_and_tail_in_bounded_memory() {
-    // 2 GiB from a command that ignores the SIGTERM the limit sends; moot-run keeps 1 MiB.
+/// A flood of 2 GiB from a command that ignores the SIGTERM the limit sends, `--grace 120` so
+/// that all of it goes through: `flag SIZE` bounds it, `kept_flag` names the file that keeps it.
+/// Returns moot-run's exit status, its stderr, its peak memory in KiB (the high-water mark, read
+/// while it runs: it only grows), the kept file and the status file's outcome.
+fn flood(
+    flag: &str,
+    size: &str,
+    kept_flag: &str,
+    script: &str,
+) -> (Option<i32>, String, u64, Vec<u8>, ProcessOutcome) {
     let dir = tempfile::tempdir().unwrap();
-    let transcript = dir.path().join("run.ndjson");
+    let kept = dir.path().join("kept");
     let status = dir.path().join("status");
     let mut child = moot_run(&[
-        "--max-output",
-        "1M",
+        flag,
+        size,
         "--grace",
         "120",
-        "--transcript",
-        transcript.to_str().unwrap(),
+        kept_flag,
+        kept.to_str().unwrap(),
         "--status-file",
         status.to_str().unwrap(),
         "--",
         "sh",
         "-c",
-        "trap '' TERM; printf head; head -c 2147483648 /dev/zero; printf tail",
+        &format!("trap '' TERM; {script}"),
     ])
     .stdout(Stdio::null())
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    // The high-water mark of moot-run's memory, read while it runs (it only grows).
     let mut peak_kib = 0u64;
     while child.try_wait().unwrap().is_none() {
         if let Ok(text) = fs::read_to_string(format!("/proc/{}/status", child.id())) {
@@ -883,7 +889,7 @@ fn a_flood_past_the_output_limit_keeps_head_and_tail_in_bounded_memory() {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let status_code = child.wait().unwrap().code();
+    let code = child.wait().unwrap().code();
     let mut errors = String::new();
     child
         .stderr
@@ -891,11 +897,26 @@ fn a_flood_past_the_output_limit_keeps_head_and_tail_in_bounded_memory() {
         .unwrap()
         .read_to_string(&mut errors)
         .unwrap();
-    assert_eq!(status_code, Some(123), "{errors}");
-    let kept = fs::read(&transcript).unwrap();
+    (
+        code,
+        errors,
+        peak_kib,
+        fs::read(&kept).unwrap(),
+        status_file(&status),
+    )
+}
+
+#[test]
+fn a_flood_past_the_output_limit_keeps_head_and_tail_in_bounded_memory() {
+    let (code, errors, peak_kib, kept, outcome) = flood(
+        "--max-output",
+        "1M",
+        "--transcript",
+        "printf head; head -c 2147483648 /dev/zero; printf tail",
+    );
+    assert_eq!(code, Some(123), "{errors}");
     assert_eq!(kept.len(), 1 << 20);
     assert!(kept.starts_with(b"head") && kept.ends_with(b"tail"));
-    let outcome = status_file(&status);
     let limit = outcome.output_limit.expect("the status names the limit");
     assert_eq!((limit.stream.as_str(), limit.limit), ("stdout", 1 << 20));
     assert_eq!(limit.dropped, (2u64 << 30) + 8 - (1 << 20));
@@ -915,30 +936,21 @@ fn a_flood_past_the_output_limit_keeps_head_and_tail_in_bounded_memory() {
 
 #[test]
 fn kept_stderr_has_its_own_limit() {
-    // 2 GiB on stderr from a command that ignores the SIGTERM the limit sends.
-    let dir = tempfile::tempdir().unwrap();
-    let kept = dir.path().join("stderr");
-    let status = dir.path().join("status");
-    let out = output(moot_run(&[
+    let (code, errors, peak_kib, kept, outcome) = flood(
         "--max-stderr",
         "64K",
-        "--grace",
-        "120",
         "--stderr-file",
-        kept.to_str().unwrap(),
-        "--status-file",
-        status.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        "trap '' TERM; echo answer; head -c 2147483648 /dev/zero >&2",
-    ]));
-    assert_eq!(out.status.code(), Some(123), "{}", stderr(&out));
-    assert_eq!(out.stdout, b"answer\n");
-    assert_eq!(fs::metadata(&kept).unwrap().len(), 64 << 10);
-    let limit = status_file(&status).output_limit.unwrap();
+        "echo answer; head -c 2147483648 /dev/zero >&2",
+    );
+    assert_eq!(code, Some(123), "{errors}");
+    assert_eq!(kept.len(), 64 << 10);
+    let limit = outcome.output_limit.expect("the status names the limit");
     assert_eq!((limit.stream.as_str(), limit.limit), ("stderr", 64 << 10));
     assert_eq!(limit.dropped, (2u64 << 30) - (64 << 10));
+    assert!(
+        peak_kib > 0 && peak_kib < 64 * 1024,
+        "moot-run peaked at {peak_kib} KiB"
+    );
 }
 
 /// The command printed all it had and exited, but the reader downstream stopped reading: once
