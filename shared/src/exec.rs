@@ -19,8 +19,7 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::fs::{self, File};
 use std::io::{self, IsTerminal, Read};
-use std::os::fd::OwnedFd;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -60,7 +59,7 @@ const MAX_STDIN_ARGV: u64 = 64 << 20;
 /// After every process of the job has been killed, how long at least moot-run lets the copy of
 /// its stdout or stderr go without moving a byte (the grace period, when longer) before it
 /// gives up on delivering it.
-const DRAIN_AT_LEAST: Duration = Duration::from_secs(1);
+const DELIVERY_IDLE_AT_LEAST: Duration = Duration::from_secs(1);
 
 /// How long the sweep that kills what the command left behind may take (a process stuck in the
 /// kernel dies only when it leaves it).
@@ -98,7 +97,8 @@ pub struct RunArgs {
     pub max_stderr: u64,
 
     /// Write how the run ended to FILE as JSON, atomically, before moot-run's stdout closes:
-    /// {"exit_code","signal","timed_out","elapsed_ms","pid"}.
+    /// {"exit_code","signal","timed_out","elapsed_ms","pid"}, and "output_limit" when an output
+    /// passed its limit.
     #[arg(long, value_name = "FILE")]
     pub status_file: Option<PathBuf>,
 
@@ -424,7 +424,7 @@ fn execute(
         )));
     }
     record.output_limit = running
-        .finish(tool, args.grace.max(DRAIN_AT_LEAST))
+        .finish(tool, args.grace.max(DELIVERY_IDLE_AT_LEAST))
         .map_err(Failure::runner)?;
     for (path, id, flag) in written {
         if let (Some(path), Some(id)) = (path, id) {
