@@ -21,11 +21,6 @@ use std::time::Duration;
 
 use nix::sys::socket::{shutdown, socketpair, AddressFamily, Shutdown, SockFlag, SockType};
 
-/// The default `--max-output`: far above any real run (the largest real transcripts are a few
-/// MiB), far below what fills a CI runner's disk.
-pub const DEFAULT_MAX_OUTPUT: u64 = 256 << 20;
-/// The default `--max-stderr`.
-pub const DEFAULT_MAX_STDERR: u64 = 16 << 20;
 /// The most of a stream's end kept past its limit.
 const MAX_TAIL: u64 = 4 << 20;
 

@@ -89,6 +89,8 @@ pub struct RunArgs {
     /// The most of the command's stdout moot-run passes on and keeps in --transcript (K, M, G
     /// suffixes). Past it the command is ended as at the deadline, the head and the last
     /// quarter (at most 4 MiB) are kept, the middle dropped, and moot-run exits 123.
+    // The default is far above any real run (the largest real transcripts are a few MiB) and
+    // far below what fills a CI runner's disk.
     #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = capture::parse_size)]
     pub max_output: u64,
 
