@@ -225,7 +225,12 @@ moot_adapter() {
             ${MOSAIC_TURN_MARKER:+--rw "${MOSAIC_TURN_MARKER%/*}"} \
             ${MOOT_SANDBOX_FLAGS:-} --
     fi
+    # A worktree the agent may write keeps its git configuration: what the agent changes of it
+    # is put back when the run ends, and the run fails (moot-run --protect, exit 122).
+    moot_protect=
+    [ -n "${MOSAIC_WORKSPACE:-}" ] && [ "$moot_policy" != read-only ] && moot_protect=$MOSAIC_WORKSPACE
     set -- moot-run --status-file "$moot_work/out/status" --cleanup "$moot_stage" \
+        ${moot_protect:+--protect "$moot_protect"} \
         ${moot_stderr:+--stderr-file "$moot_stderr"} \
         ${MOOT_DEADLINE:+--deadline "$MOOT_DEADLINE"} "$@"
 

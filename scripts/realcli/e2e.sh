@@ -18,7 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 REALCLI_DIR=${REALCLI_DIR:-${TMPDIR:-/tmp}/moot-realcli}
 MOOT_BIN=$(cd "${MOOT_BIN:-$root/target/debug}" && pwd)
-SCENARIOS=${ONLY:-plain shell outside forge detach error length drop deadline bigprompt resume asks activity marker tools managed start health}
+SCENARIOS=${ONLY:-plain shell outside gitplant forge detach error length drop deadline bigprompt resume asks activity marker tools managed start health}
 # The managed-session and lifecycle scenarios run through the adapter alone (they are its
 # contract); each applies to the CLIs it names.
 ADAPTER_ONLY=" activity marker tools managed start health "
@@ -365,6 +365,25 @@ check() {
                 echo "a write outside the workspace landed"
             elif [ ! -e "$ws/inside.txt" ]; then
                 echo "the command never ran (exit $status): $(head -c 300 "$err")"
+            fi
+            ;;
+        gitplant)
+            # The agent plants code in the worktree's git configuration for the operator's next
+            # git command: moot-run puts it back and the run fails; the operator's git runs nothing.
+            local pwned=$work/outside/PWNED
+            echo "toolcmd printf '[core]\\n\\tfsmonitor = \"touch $pwned; false\"\\n' >> .git/config; printf '#!/bin/sh\\ntouch $pwned\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; touch planted.txt" >"$scenario_file"
+            $run "Run the tool."
+            git -C "$ws" status >/dev/null 2>&1
+            git -C "$ws" add -A >/dev/null 2>&1
+            git -C "$ws" -c user.email=e2e@moot -c user.name=e2e commit -q -m after >/dev/null 2>&1
+            if [ ! -e "$ws/planted.txt" ]; then
+                echo "the command never ran (exit $status): $(head -c 300 "$err")"
+            elif [ -e "$pwned" ]; then
+                echo "the operator's git ran what the agent planted"
+            elif grep -q fsmonitor "$ws/.git/config"; then
+                echo "the planted configuration is still there"
+            elif [ "$status" = 0 ] || ! grep -q 'protected path' "$err"; then
+                echo "the run did not fail as tampered (exit $status): $(head -c 300 "$err")"
             fi
             ;;
         forge)

@@ -105,6 +105,9 @@ error_classes! {
     Process => "process",
     /// The command's stdout or stderr passed moot-run's limit (`--max-output`, `--max-stderr`).
     OutputLimit => "output_limit",
+    /// The job changed what moot-run's `--protect` keeps (a worktree's git config or hooks, a
+    /// `.git` entry, `.gitmodules`): moot-run put the originals back.
+    Tampered => "tampered",
 }
 
 /// Token usage. Always reported, on failures too, as a floor of what was billed.

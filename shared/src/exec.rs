@@ -38,10 +38,11 @@ use nix::unistd::{access, getpid, getppid, AccessFlags, Pid};
 use crate::capture::{self, Pump, Sink};
 use crate::env_preset::{self, Pattern};
 use crate::outcome::{
-    signal_exit_code, signal_name, OutputLimit, ProcessOutcome, EXIT_CANNOT_INVOKE, EXIT_NOT_FOUND,
-    EXIT_OUTPUT_LIMIT, EXIT_RUNNER_FAILED, EXIT_TIMED_OUT,
+    signal_exit_code, signal_name, OutputLimit, ProcessOutcome, Tampered, EXIT_CANNOT_INVOKE,
+    EXIT_NOT_FOUND, EXIT_OUTPUT_LIMIT, EXIT_RUNNER_FAILED, EXIT_TAMPERED, EXIT_TIMED_OUT,
 };
 use crate::private_file::{self, FileId};
+use crate::protect::Snapshot;
 use crate::report;
 use crate::seccomp::Filter;
 use crate::seconds::parse_seconds;
@@ -99,8 +100,8 @@ pub struct RunArgs {
     pub max_stderr: u64,
 
     /// Write how the run ended to FILE as JSON, atomically, before moot-run's stdout closes:
-    /// {"exit_code","signal","timed_out","elapsed_ms","pid"}, and "output_limit" when an output
-    /// passed its limit.
+    /// {"exit_code","signal","timed_out","elapsed_ms","pid"}, "output_limit" when an output
+    /// passed its limit, and "tampered" when the job changed what --protect keeps.
     #[arg(long, value_name = "FILE")]
     pub status_file: Option<PathBuf>,
 
@@ -111,6 +112,13 @@ pub struct RunArgs {
     /// With --env-preset, also keep VAR; 'PREFIX*' keeps every variable starting with PREFIX.
     #[arg(long, value_name = "VAR", requires = "env_preset")]
     pub keep: Vec<Pattern>,
+
+    /// Keep DIR's git configuration as it was: every `.git` in it (config, hooks, a `.git` file,
+    /// all but git's objects, refs, logs and index) and every `.gitmodules`. Anything the command
+    /// changed there is put back once it has ended, and moot-run exits 122. Give it for every
+    /// worktree the command may write.
+    #[arg(long, value_name = "DIR")]
+    pub protect: Vec<PathBuf>,
 
     /// Remove DIR and everything in it when the run ends, however it ends (moot-render's staged
     /// prompt directory).
@@ -146,9 +154,19 @@ pub fn run(tool: &str, args: &RunArgs) -> ExitCode {
         .as_deref()
         .and_then(|path| FileId::at(private_file::parent_dir(path)).ok());
     let mut checked = None;
-    if let Err(failure) = execute(tool, args, &mut record, &mut checked) {
+    let mut protected = None;
+    if let Err(failure) = execute(tool, args, &mut record, &mut checked, &mut protected) {
         report::print_error(tool, &failure.error);
         record.ending = failure.ending;
+    }
+    if let Some(snapshot) = protected {
+        // The sweep again: on an error path it may not have run, and nothing of the job may be
+        // alive while the protected set is compared and put back.
+        let _ = reaper::kill_every_descendant(SWEEP_WITHIN);
+        record.tampered = snapshot.verify_and_restore();
+        if let Some(tampered) = &record.tampered {
+            report::print_error(tool, &anyhow!("{tampered}"));
+        }
     }
     // Only directories that passed the check are ever removed. They are checked once the argv
     // has been read (the producer, moot-render, has staged by then), or now if the run ended
@@ -268,6 +286,7 @@ struct Record {
     pid: Option<u32>,
     elapsed: Option<Duration>,
     output_limit: Option<OutputLimit>,
+    tampered: Option<Tampered>,
 }
 
 impl Default for Record {
@@ -278,6 +297,7 @@ impl Default for Record {
             pid: None,
             elapsed: None,
             output_limit: None,
+            tampered: None,
         }
     }
 }
@@ -285,6 +305,8 @@ impl Default for Record {
 impl Record {
     fn outcome(&self) -> ProcessOutcome {
         let exit_code = match self.ending {
+            // Whatever else happened, the job reached past its seat.
+            _ if self.tampered.is_some() => EXIT_TAMPERED,
             // A run whose transcript or status is incomplete is moot-run's failure, deadline or not.
             Ending::RunnerFailed => EXIT_RUNNER_FAILED,
             _ if self.output_limit.is_some() => EXIT_OUTPUT_LIMIT,
@@ -306,6 +328,7 @@ impl Record {
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             pid: self.pid,
             output_limit: self.output_limit.clone(),
+            tampered: self.tampered.clone(),
         }
     }
 }
@@ -344,6 +367,7 @@ fn execute(
     args: &RunArgs,
     record: &mut Record,
     checked: &mut Option<Vec<cleanup::Removable>>,
+    protected: &mut Option<Snapshot>,
 ) -> Result<(), Failure> {
     // First, before any thread exists, so every thread inherits the blocked mask and no signal
     // that arrives while the command starts is lost.
@@ -386,6 +410,9 @@ fn execute(
         ),
     ];
 
+    if !args.protect.is_empty() {
+        *protected = Some(Snapshot::take(&args.protect).map_err(Failure::runner)?);
+    }
     // Before the command starts, so every orphan it makes is re-parented here.
     reaper::become_subreaper()
         .context("cannot become the reaper of the command's descendants")
@@ -1162,6 +1189,7 @@ mod tests {
             pid: Some(7),
             elapsed: Some(Duration::from_millis(1500)),
             output_limit: None,
+            tampered: None,
         };
         let cases = [
             (Ending::Exited(0), false, 0, None),

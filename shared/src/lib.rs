@@ -22,6 +22,7 @@ pub mod parse;
 pub mod private_file;
 pub mod privilege;
 pub mod profile;
+pub mod protect;
 pub mod reaper;
 pub mod registry;
 pub mod render;

@@ -2,14 +2,19 @@
 //!
 //! Exit statuses follow timeout(1): the child's own status, 124 when the deadline killed it, 125
 //! when moot-run itself failed, 126 when the command could not be invoked, 127 when it was not
-//! found, 128+N when signal N ended it; and 123 when an output passed its limit and moot-run
-//! ended the command (timeout(1) has no such case; the status file says which limit).
+//! found, 128+N when signal N ended it; 123 when an output passed its limit and moot-run ended
+//! the command (timeout(1) has no such case; the status file says which limit); and 122 when the
+//! job changed what `--protect` keeps (the status file's `tampered` names it), whatever else
+//! happened.
 
 use std::path::Path;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+pub use crate::protect::Tampered;
+
+pub const EXIT_TAMPERED: i32 = 122;
 pub const EXIT_OUTPUT_LIMIT: i32 = 123;
 pub const EXIT_TIMED_OUT: i32 = 124;
 pub const EXIT_RUNNER_FAILED: i32 = 125;
@@ -17,7 +22,7 @@ pub const EXIT_CANNOT_INVOKE: i32 = 126;
 pub const EXIT_NOT_FOUND: i32 = 127;
 const SIGNAL_BASE: i32 = 128;
 /// A status file is one short JSON line; anything past this is not one moot-run wrote.
-const STATUS_FILE_LIMIT: usize = 4096;
+const STATUS_FILE_LIMIT: usize = 8192;
 
 /// The status file moot-run writes, and what `--exit-code` is expanded to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,6 +43,9 @@ pub struct ProcessOutcome {
     /// command was then ended, and what was kept is that output's head and tail.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_limit: Option<OutputLimit>,
+    /// What the job changed of the protected set (`--protect`), when it changed anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tampered: Option<Tampered>,
 }
 
 /// Which of the command's outputs passed its limit, the limit, and how much was dropped.
@@ -60,6 +68,8 @@ pub enum Bearing {
     Killed(String),
     /// An output passed its limit: its middle was dropped and the command ended.
     Limited(String),
+    /// The job changed what the operator's own tools later trust or run (`--protect`).
+    Tampered(String),
 }
 
 impl ProcessOutcome {
@@ -74,6 +84,7 @@ impl ProcessOutcome {
             elapsed_ms: None,
             pid: None,
             output_limit: None,
+            tampered: None,
         }
     }
 
@@ -87,6 +98,9 @@ impl ProcessOutcome {
     }
 
     pub fn bearing(&self) -> Bearing {
+        if let Some(tampered) = &self.tampered {
+            return Bearing::Tampered(format!("{tampered} (exit {})", self.exit_code));
+        }
         if let Some(limit) = &self.output_limit {
             return Bearing::Limited(format!(
                 "the command's {} passed its limit of {} bytes and the command was ended \

@@ -464,6 +464,8 @@ impl Parsed {
             )),
             // Whatever the kept head and tail seem to say, the stream is not the CLI's whole.
             (Bearing::Limited(why), _) => Some(RunFailure::new(ErrorClass::OutputLimit, why)),
+            // Whatever the answer says, the job reached past its seat.
+            (Bearing::Tampered(why), _) => Some(RunFailure::new(ErrorClass::Tampered, why)),
         };
     }
 

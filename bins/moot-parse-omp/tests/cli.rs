@@ -330,3 +330,27 @@ fn a_status_that_records_an_output_past_its_limit_fails_the_run() {
         "{message}"
     );
 }
+
+/// A complete, clean run whose moot-run status says the job changed the protected set
+/// (`--protect`): whatever the answer says, the run fails as `tampered`.
+#[test]
+fn a_status_that_records_tampering_fails_a_clean_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = dir.path().join("status");
+    std::fs::write(
+        &status,
+        r#"{"exit_code":122,"signal":null,"timed_out":false,"elapsed_ms":9,"pid":7,"tampered":{"count":2,"paths":["/w/.git/config","/w/.git/hooks/pre-commit"],"restored":true}}"#,
+    )
+    .unwrap();
+    let flags = ["--status-file", status.to_str().unwrap()];
+    let out = run(BIN, &args(&flags), &case("omp", "real-plain"));
+    assert_eq!(out.status.code(), Some(1));
+    let envelope: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(envelope["run"]["ok"], false);
+    assert_eq!(envelope["run"]["error"]["class"], "tampered");
+    let message = envelope["run"]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("/w/.git/config") && message.contains("put back"),
+        "{message}"
+    );
+}

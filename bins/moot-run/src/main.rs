@@ -21,7 +21,9 @@ struct Cli {
 const EXAMPLES: &str = "\
 Exit status: the command's own; 124 the deadline expired; 125 moot-run itself failed (a usage
 error too, as timeout(1) does, so it is never mistaken for the command's own status; the
---cleanup directories are still removed); 126 the command could not be run; 127 it was not found; 128+N signal N ended it.
+--cleanup directories are still removed); 126 the command could not be run; 127 it was not found; 128+N signal N ended it;
+123 an output passed --max-output or --max-stderr; 122 the command changed what --protect keeps
+(put back).
 
 Environment presets keep PATH HOME USER LOGNAME SHELL TMPDIR TZ LANG LC_* TERM XDG_* plus the
 runtime's names (omp: OMP_PROFILE PI_PROFILE PI_CODING_AGENT_DIR PI_SMOL_MODEL PI_SLOW_MODEL

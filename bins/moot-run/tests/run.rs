@@ -1538,3 +1538,140 @@ fn a_stage_swapped_during_the_run_is_detected_and_not_written_through() {
         "written into the victim"
     );
 }
+
+/// `git ARGS` in `dir` as the operator would run it after the job: unconfined, with a fixed
+/// identity and none of this machine's global configuration.
+fn operator_git(dir: &Path, args: &[&str]) -> Output {
+    Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=op", "-c", "user.email=op@example.com"])
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run git")
+}
+
+/// A git repository with one commit, in a fresh directory.
+fn repository() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = fs::canonicalize(dir.path()).unwrap().join("ws");
+    fs::create_dir(&repo).unwrap();
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["commit", "-q", "--allow-empty", "-m", "base"],
+    ] {
+        assert!(operator_git(&repo, args).status.success());
+    }
+    (dir, repo)
+}
+
+/// The attack of a job granted its worktree writable: git configuration that runs code
+/// (`core.fsmonitor`, `core.hooksPath`, an `include.path`, a hook, a `.git` file pointing at a
+/// git directory of its own, a nested repository) for the operator's next git command. moot-run
+/// puts it all back and fails the run; the operator's `git status` and `git commit` then run
+/// nothing the job wrote.
+#[test]
+fn nothing_the_job_writes_in_git_runs_when_the_operator_runs_git() {
+    let (dir, repo) = repository();
+    let pwned = dir.path().join("PWNED");
+    let payload = format!("touch {}; false", pwned.display());
+    let config_before = fs::read(repo.join(".git/config")).unwrap();
+    let status = dir.path().join("status");
+    let attack = format!(
+        r#"set -e
+        printf '[core]\n\tfsmonitor = "{payload}"\n\thooksPath = {hooks}\n[include]\n\tpath = {evil}/config\n' >> .git/config
+        mkdir -p {hooks} {evil}
+        printf '#!/bin/sh\n{payload}\n' > .git/hooks/pre-commit
+        chmod +x .git/hooks/pre-commit
+        mkdir -p nested && git -C nested init -q && printf '[core]\n\tfsmonitor = "{payload}"\n' >> nested/.git/config
+        printf '[submodule "nested"]\n\tpath = nested\n' > .gitmodules
+        echo work > file.txt"#,
+        hooks = dir.path().join("hooks").display(),
+        evil = dir.path().join("evil").display(),
+    );
+    let mut command = sh(
+        &[
+            "--status-file",
+            status.to_str().unwrap(),
+            "--protect",
+            repo.to_str().unwrap(),
+        ],
+        &attack,
+    );
+    let out = output(command.current_dir(&repo));
+    assert_eq!(out.status.code(), Some(122), "{}", stderr(&out));
+    assert_stderr_has(&out, "protected path");
+    let outcome = status_file(&status);
+    let tampered = outcome.tampered.expect("the status names the tampering");
+    assert!(tampered.restored, "{tampered:?}");
+    assert!(
+        tampered.paths.iter().any(|p| p.ends_with(".git/config")),
+        "{tampered:?}"
+    );
+    assert_eq!(fs::read(repo.join(".git/config")).unwrap(), config_before);
+    assert!(!repo.join(".git/hooks/pre-commit").exists());
+    assert!(!repo.join("nested/.git").exists() && !repo.join(".gitmodules").exists());
+    assert_eq!(
+        fs::read_to_string(repo.join("file.txt")).unwrap(),
+        "work\n",
+        "the work is kept"
+    );
+    for args in [
+        &["status"][..],
+        &["add", "-A"],
+        &["commit", "-q", "-m", "after"],
+    ] {
+        let git = operator_git(&repo, args);
+        assert!(git.status.success(), "git {args:?}: {}", stderr(&git));
+    }
+    assert!(!pwned.exists(), "the operator's git ran the job's code");
+}
+
+/// What a job legitimately does in git (add, commit on its branch, make a branch) changes only
+/// git's data: the run is not failed, and the commits are there.
+#[test]
+fn a_job_that_commits_on_its_branch_is_not_tampering() {
+    let (dir, repo) = repository();
+    let status = dir.path().join("status");
+    let work = "set -e
+        git checkout -q -b job
+        echo one > a.txt && git add a.txt
+        git -c user.name=agent -c user.email=a@example.com commit -q -m one
+        echo two >> a.txt
+        git -c user.name=agent -c user.email=a@example.com commit -q -am two";
+    let mut command = sh(
+        &[
+            "--status-file",
+            status.to_str().unwrap(),
+            "--protect",
+            repo.to_str().unwrap(),
+        ],
+        work,
+    );
+    let out = output(
+        command
+            .current_dir(&repo)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null"),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(status_file(&status).tampered, None);
+    let log = operator_git(&repo, &["log", "--format=%s", "job"]);
+    assert_eq!(String::from_utf8_lossy(&log.stdout), "two\none\nbase\n");
+}
+
+#[test]
+fn a_protected_directory_that_is_not_one_is_refused_before_the_run() {
+    let (dir, _repo) = repository();
+    let ran = dir.path().join("ran");
+    let out = output(sh(
+        &["--protect", dir.path().join("absent").to_str().unwrap()],
+        &format!("touch {}", ran.display()),
+    ));
+    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+    assert_stderr_has(&out, "--protect");
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(!ran.exists(), "the command ran unprotected");
+}

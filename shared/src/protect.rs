@@ -1,0 +1,515 @@
+//! `moot-run --protect DIR`: the files of a worktree that the operator's own tools later trust or
+//! run, though the job could write them. git reads its repository's `config` as the operator's
+//! word (`core.fsmonitor`, `core.hooksPath`, `filter.*`, `diff.*.textconv`, `core.sshCommand`,
+//! `include.path`, ...) and runs its hooks; a `.git` file names where all of that is read from.
+//! An agent granted the worktree writable could plant any of them, and the operator's next
+//! `git status` would run the agent's code outside the seat.
+//!
+//! Landlock can only allow a path, never deny one below an allowed directory, so this is covered
+//! from outside the seat instead: moot-run takes a snapshot of the protected set before the
+//! command starts, compares once every process of the job is dead (so nothing races the
+//! comparison or the repair), and when anything changed it puts the originals back, removes
+//! what was added, and the run fails as `tampered`.
+//!
+//! The protected set of a worktree: every `.git` entry in it, at any depth (a nested repository
+//! is a submodule's, or becomes one when the job adds a gitlink to the index, and `git status`
+//! runs inside it), with everything in a git directory except git's own data; the git directory a
+//! `.git` file names; and every `.gitmodules`. Git's data (objects, refs, logs, the index, the
+//! state files of a commit, merge, rebase or bisect, lock files) is left to the job, so that
+//! `git add` and `git commit` on its branch keep working.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs;
+use std::io::{self, Read};
+use std::os::unix::fs::{symlink, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use nix::libc;
+use serde::{Deserialize, Serialize};
+
+/// Names git's data goes by inside a git directory, at any depth: written by git as the job adds
+/// and commits, and never read as configuration or run.
+const GIT_DATA: &[&str] = &[
+    "objects",
+    "refs",
+    "logs",
+    "lfs",
+    "rr-cache",
+    "rebase-merge",
+    "rebase-apply",
+    "sequencer",
+    "index",
+    "HEAD",
+    "ORIG_HEAD",
+    "FETCH_HEAD",
+    "MERGE_HEAD",
+    "MERGE_MSG",
+    "MERGE_MODE",
+    "MERGE_RR",
+    "AUTO_MERGE",
+    "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+    "REBASE_HEAD",
+    "COMMIT_EDITMSG",
+    "TAG_EDITMSG",
+    "SQUASH_MSG",
+    "packed-refs",
+    "shallow",
+    "gc.log",
+    "gc.pid",
+];
+
+/// The most the protected set may hold (its files are kept in memory to be put back): far above
+/// a repository's config and hooks, far below what a run's memory can spare.
+const MAX_BYTES: u64 = 64 << 20;
+const MAX_ENTRIES: usize = 100_000;
+
+/// How many changed paths the status file names, and in how many bytes (it is one short line).
+const NAMED_AT_MOST: usize = 8;
+const NAMED_BYTES_AT_MOST: usize = 2048;
+
+/// One entry of the protected set, as it was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Entry {
+    Dir {
+        mode: u32,
+    },
+    File {
+        mode: u32,
+        bytes: Vec<u8>,
+    },
+    Link(PathBuf),
+    /// A FIFO, socket or device: never put back, only noticed (one planted as `.git/config`
+    /// would hang the operator's git).
+    Special {
+        mode: u32,
+    },
+}
+
+/// The protected set of some worktrees at one moment.
+#[derive(Debug)]
+pub struct Snapshot {
+    roots: Vec<PathBuf>,
+    /// Git directories outside the roots that a `.git` file named when the snapshot was taken.
+    named_git_dirs: Vec<PathBuf>,
+    entries: BTreeMap<PathBuf, Entry>,
+}
+
+/// What a run did to the protected set: the status file's `tampered`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tampered {
+    /// How many protected paths were added, removed or changed.
+    pub count: usize,
+    /// The first of them.
+    pub paths: Vec<PathBuf>,
+    /// True when every original was put back and every addition removed.
+    pub restored: bool,
+    /// Why the protected set could not be read whole after the run (it then cannot be shown
+    /// unchanged, and nothing was put back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unverifiable: Option<String>,
+}
+
+impl fmt::Display for Tampered {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(why) = &self.unverifiable {
+            return write!(
+                f,
+                "the protected set cannot be verified after the run: {why}"
+            );
+        }
+        let named: Vec<String> = self.paths.iter().map(|p| p.display().to_string()).collect();
+        write!(
+            f,
+            "the job changed {} protected path{} ({}{}), {}",
+            self.count,
+            if self.count == 1 { "" } else { "s" },
+            named.join(", "),
+            if self.count > named.len() {
+                ", ..."
+            } else {
+                ""
+            },
+            if self.restored {
+                "now put back as they were"
+            } else {
+                "and not all could be put back: do not run git there"
+            }
+        )
+    }
+}
+
+impl Snapshot {
+    /// The protected set of `roots` (directories), as it is now.
+    pub fn take(roots: &[PathBuf]) -> anyhow::Result<Self> {
+        let roots = roots
+            .iter()
+            .map(|root| {
+                let real = fs::canonicalize(root).with_context(|| {
+                    format!("--protect ({}): cannot resolve it", root.display())
+                })?;
+                if !real.is_dir() {
+                    bail!("--protect ({}): not a directory", root.display());
+                }
+                Ok(real)
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let mut snapshot = Snapshot {
+            named_git_dirs: Vec::new(),
+            entries: BTreeMap::new(),
+            roots,
+        };
+        snapshot.entries = snapshot.scan().context("--protect")?;
+        let named: Vec<PathBuf> = snapshot
+            .entries
+            .iter()
+            .filter(|(path, _)| path.file_name().is_some_and(|n| n == ".git"))
+            .filter_map(|(path, entry)| named_git_dir(path, entry))
+            .filter(|dir| !snapshot.roots.iter().any(|root| dir.starts_with(root)))
+            .collect();
+        let mut extra = Scan::default();
+        for dir in &named {
+            extra.git_entry(dir)?;
+        }
+        snapshot.entries.extend(extra.entries);
+        snapshot.named_git_dirs = named;
+        Ok(snapshot)
+    }
+
+    /// Compares the protected set with the snapshot, and when anything changed, puts the
+    /// originals back; `None` when nothing changed.
+    pub fn verify_and_restore(&self) -> Option<Tampered> {
+        let now = match self.scan() {
+            Ok(now) => now,
+            Err(error) => {
+                // A tree that cannot be read whole cannot be shown unchanged.
+                return Some(Tampered {
+                    count: 0,
+                    paths: Vec::new(),
+                    restored: false,
+                    unverifiable: Some(format!("{error:#}").chars().take(1024).collect()),
+                });
+            }
+        };
+        let changed: Vec<&PathBuf> = self
+            .entries
+            .keys()
+            .chain(now.keys())
+            .filter(|path| self.entries.get(*path) != now.get(*path))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if changed.is_empty() {
+            return None;
+        }
+        let restored = self.restore(&now, &changed);
+        let mut named_bytes = 0;
+        let paths = changed
+            .iter()
+            .take(NAMED_AT_MOST)
+            .take_while(|path| {
+                named_bytes += path.as_os_str().len();
+                named_bytes <= NAMED_BYTES_AT_MOST
+            })
+            .map(|path| path.to_path_buf())
+            .collect();
+        Some(Tampered {
+            count: changed.len(),
+            paths,
+            restored,
+            unverifiable: None,
+        })
+    }
+
+    fn scan(&self) -> anyhow::Result<BTreeMap<PathBuf, Entry>> {
+        let mut scan = Scan::default();
+        for root in &self.roots {
+            scan.worktree(root)?;
+        }
+        for dir in &self.named_git_dirs {
+            scan.git_entry(dir)?;
+        }
+        Ok(scan.entries)
+    }
+
+    /// Removes what is not as it was (deepest first), then writes back what was (shallowest
+    /// first). Every process of the job is dead by now, so nothing moves under this; a parent
+    /// that is not a real directory is never written through. True when all went back.
+    fn restore(&self, now: &BTreeMap<PathBuf, Entry>, changed: &[&PathBuf]) -> bool {
+        let mut all = true;
+        for path in changed.iter().rev() {
+            let Some(current) = now.get(*path) else {
+                continue;
+            };
+            let keep = matches!(
+                (self.entries.get(*path), current),
+                (Some(Entry::Dir { .. }), Entry::Dir { .. })
+            );
+            if !keep && remove(path).is_err() {
+                all = false;
+            }
+        }
+        for path in changed {
+            if let Some(entry) = self.entries.get(*path) {
+                if put_back(path, entry).is_err() {
+                    all = false;
+                }
+            }
+        }
+        all
+    }
+}
+
+/// The git directory a `.git` file names (`gitdir: X`, relative to the file's directory).
+fn named_git_dir(dot_git: &Path, entry: &Entry) -> Option<PathBuf> {
+    let Entry::File { bytes, .. } = entry else {
+        return None;
+    };
+    let text = std::str::from_utf8(bytes).ok()?;
+    let named = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+    let dir = dot_git.parent()?.join(named);
+    fs::canonicalize(dir).ok().filter(|dir| dir.is_dir())
+}
+
+/// A walk that records the protected entries it meets, never following a link.
+#[derive(Default)]
+struct Scan {
+    entries: BTreeMap<PathBuf, Entry>,
+    bytes: u64,
+}
+
+impl Scan {
+    /// Walks a worktree for `.git` and `.gitmodules` entries (without entering a git directory
+    /// as a worktree).
+    fn worktree(&mut self, root: &Path) -> anyhow::Result<()> {
+        let mut dirs = vec![root.to_path_buf()];
+        while let Some(dir) = dirs.pop() {
+            for item in read_dir(&dir)? {
+                let (path, kind) = item;
+                match path.file_name().and_then(|n| n.to_str()) {
+                    Some(".git") => self.git_entry(&path)?,
+                    Some(".gitmodules") => {
+                        self.record(&path)?;
+                    }
+                    _ if kind.is_dir() => dirs.push(path),
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Records a `.git` entry (or a named git directory) and, when it is a directory, everything
+    /// in it but git's data.
+    fn git_entry(&mut self, path: &Path) -> anyhow::Result<()> {
+        if !self.record(path)? {
+            return Ok(());
+        }
+        let mut dirs = vec![path.to_path_buf()];
+        while let Some(dir) = dirs.pop() {
+            for (child, _) in read_dir(&dir)? {
+                let name = child.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                if GIT_DATA.contains(&name) || name.ends_with(".lock") {
+                    continue;
+                }
+                if self.record(&child)? {
+                    dirs.push(child);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Records one entry as it is; true when it is a real directory to look into.
+    fn record(&mut self, path: &Path) -> anyhow::Result<bool> {
+        let meta = match fs::symlink_metadata(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            other => other.with_context(|| format!("cannot inspect {}", path.display()))?,
+        };
+        if self.entries.len() >= MAX_ENTRIES {
+            bail!(
+                "more than {MAX_ENTRIES} protected entries (at {}): too many to keep",
+                path.display()
+            );
+        }
+        let mode = meta.mode() & 0o7777;
+        let kind = meta.file_type();
+        let entry = if kind.is_dir() {
+            Entry::Dir { mode }
+        } else if kind.is_symlink() {
+            Entry::Link(
+                fs::read_link(path).with_context(|| format!("cannot read {}", path.display()))?,
+            )
+        } else if kind.is_file() {
+            self.bytes += meta.size();
+            if self.bytes > MAX_BYTES {
+                bail!(
+                    "the protected files pass {} MiB (at {}): too much to keep",
+                    MAX_BYTES >> 20,
+                    path.display()
+                );
+            }
+            Entry::File {
+                mode,
+                bytes: read_file(path, meta.size())?,
+            }
+        } else {
+            Entry::Special { mode }
+        };
+        let is_dir = matches!(entry, Entry::Dir { .. });
+        self.entries.insert(path.to_path_buf(), entry);
+        Ok(is_dir)
+    }
+}
+
+/// The entries of a directory with their types (from the directory itself: no link followed).
+fn read_dir(dir: &Path) -> anyhow::Result<Vec<(PathBuf, fs::FileType)>> {
+    let listing = fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))?;
+    listing
+        .map(|item| {
+            let item = item.with_context(|| format!("cannot list {}", dir.display()))?;
+            let kind = item
+                .file_type()
+                .with_context(|| format!("cannot inspect {}", item.path().display()))?;
+            Ok((item.path(), kind))
+        })
+        .collect()
+}
+
+/// A regular file's bytes, opened without following a link or blocking.
+fn read_file(path: &Path, size: u64) -> anyhow::Result<Vec<u8>> {
+    let mut file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.by_ref()
+        .take(MAX_BYTES)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(bytes)
+}
+
+/// Removes whatever is at `path` now, a directory with everything in it (links not followed).
+fn remove(path: &Path) -> io::Result<()> {
+    match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+        Ok(meta) if meta.is_dir() => fs::remove_dir_all(path),
+        Ok(_) => fs::remove_file(path),
+    }
+}
+
+/// Writes `entry` back at `path`, whose parent must be a real directory.
+fn put_back(path: &Path, entry: &Entry) -> io::Result<()> {
+    let parent = path.parent().ok_or(io::ErrorKind::InvalidInput)?;
+    if !fs::symlink_metadata(parent)?.is_dir() {
+        return Err(io::ErrorKind::NotADirectory.into());
+    }
+    match entry {
+        Entry::Dir { mode } => {
+            match fs::symlink_metadata(path) {
+                Ok(meta) if meta.is_dir() => {}
+                _ => {
+                    remove(path)?;
+                    fs::create_dir(path)?;
+                }
+            }
+            fs::set_permissions(path, fs::Permissions::from_mode(*mode))
+        }
+        Entry::File { mode, bytes } => {
+            remove(path)?;
+            let mut file = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(*mode)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(path)?;
+            io::Write::write_all(&mut file, bytes)?;
+            // The mode given to open is cut by the umask: set it whole.
+            file.set_permissions(fs::Permissions::from_mode(*mode))
+        }
+        Entry::Link(target) => {
+            remove(path)?;
+            symlink(target, path)
+        }
+        // Nothing to put back: what was there is not a file moot could copy.
+        Entry::Special { .. } => match fs::symlink_metadata(path) {
+            Ok(meta) if meta.file_type().is_fifo() || meta.file_type().is_socket() => Ok(()),
+            _ => Err(io::ErrorKind::Unsupported.into()),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        fs::create_dir_all(root.join(".git/objects/ab")).unwrap();
+        fs::create_dir_all(root.join(".git/refs/heads")).unwrap();
+        fs::write(root.join(".git/config"), "[core]\n\tbare = false\n").unwrap();
+        fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        fs::write(root.join(".git/hooks/pre-commit.sample"), "#!/bin/sh\n").unwrap();
+        (dir, root)
+    }
+
+    #[test]
+    fn git_data_is_left_to_the_job_and_nothing_else() {
+        let (_dir, root) = repo();
+        let snapshot = Snapshot::take(std::slice::from_ref(&root)).unwrap();
+        fs::write(root.join(".git/objects/ab/cdef"), "blob").unwrap();
+        fs::write(root.join(".git/refs/heads/main"), "0000\n").unwrap();
+        fs::write(root.join(".git/index"), "DIRC").unwrap();
+        fs::write(root.join(".git/COMMIT_EDITMSG"), "msg").unwrap();
+        fs::write(root.join(".git/config.lock"), "x").unwrap();
+        fs::write(root.join("src.rs"), "fn main() {}").unwrap();
+        assert_eq!(snapshot.verify_and_restore(), None);
+    }
+
+    #[test]
+    fn a_planted_config_hook_and_link_are_undone() {
+        let (_dir, root) = repo();
+        let snapshot = Snapshot::take(std::slice::from_ref(&root)).unwrap();
+        let config = root.join(".git/config");
+        fs::write(&config, "[core]\n\tfsmonitor = \"id >/tmp/x\"\n").unwrap();
+        fs::write(root.join(".git/hooks/pre-commit"), "#!/bin/sh\nid\n").unwrap();
+        fs::remove_file(root.join(".git/hooks/pre-commit.sample")).unwrap();
+        fs::create_dir(root.join("sub")).unwrap();
+        fs::write(root.join("sub/.git"), "gitdir: /tmp/evil\n").unwrap();
+        fs::write(root.join(".gitmodules"), "[submodule \"x\"]\n").unwrap();
+        let tampered = snapshot.verify_and_restore().expect("the changes are seen");
+        assert_eq!(tampered.count, 5, "{tampered:?}");
+        assert!(tampered.restored);
+        assert_eq!(
+            fs::read_to_string(&config).unwrap(),
+            "[core]\n\tbare = false\n"
+        );
+        assert!(!root.join(".git/hooks/pre-commit").exists());
+        assert!(root.join(".git/hooks/pre-commit.sample").exists());
+        assert!(!root.join("sub/.git").exists() && !root.join(".gitmodules").exists());
+        assert_eq!(snapshot.verify_and_restore(), None, "all as it was");
+    }
+
+    #[test]
+    fn a_git_dir_swapped_for_a_link_is_never_written_through() {
+        let (_dir, root) = repo();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let snapshot = Snapshot::take(std::slice::from_ref(&root)).unwrap();
+        fs::rename(root.join(".git/hooks"), root.join("moved")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), root.join(".git/hooks")).unwrap();
+        let tampered = snapshot.verify_and_restore().expect("the link is seen");
+        assert!(tampered.restored, "{tampered:?}");
+        assert!(fs::symlink_metadata(root.join(".git/hooks"))
+            .unwrap()
+            .is_dir());
+        assert!(root.join(".git/hooks/pre-commit.sample").is_file());
+        assert_eq!(fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+    }
+}
