@@ -15,6 +15,11 @@
 #                              read-only
 #   MOOT_SANDBOX_FLAGS         extra moot-sandbox grants, split on blanks (for example the CLI's
 #                              install directory: --rx /opt/omp)
+#   MOOT_KEEP_ENV              more variables the CLI gets, split on blanks (a provider key the
+#                              runtime's preset does not list: FAKE_PROVIDER_API_KEY, or
+#                              PREFIX* for every name starting with PREFIX). Everything else
+#                              outside the preset (moot-run(1), Environment presets) and
+#                              MOSAIC_* is removed.
 #
 # A managed session (man/moot.7, MANAGED SESSIONS) adds:
 #   MOSAIC_TOOLS               the built-in tool limit, in the CLI's own tool names
@@ -225,11 +230,23 @@ moot_adapter() {
             ${MOSAIC_TURN_MARKER:+--rw "${MOSAIC_TURN_MARKER%/*}"} \
             ${MOOT_SANDBOX_FLAGS:-} --
     fi
+    # The CLI gets the runtime's environment preset (its own names, its provider keys, a proxy)
+    # and the MOSAIC_* contract, never the rest of the caller's environment (a CI job's
+    # GITHUB_TOKEN, its cloud keys): MOOT_KEEP_ENV names what else to keep.
+    set -f
+    for moot_name in ${MOOT_KEEP_ENV:-}; do
+        case $moot_name in
+            '' | '*' | *=* | *'*'?*) moot_die 2 "MOOT_KEEP_ENV: '$moot_name' is not a variable name or a PREFIX* pattern" ;;
+        esac
+        set -- --keep "$moot_name" "$@"
+    done
+    set +f
     # A worktree the agent may write keeps its git configuration: what the agent changes of it
     # is put back when the run ends, and the run fails (moot-run --protect, exit 122).
     moot_protect=
     [ -n "${MOSAIC_WORKSPACE:-}" ] && [ "$moot_policy" != read-only ] && moot_protect=$MOSAIC_WORKSPACE
     set -- moot-run --status-file "$moot_work/out/status" --cleanup "$moot_stage" \
+        --env-preset "$moot_runtime" --keep 'MOSAIC_*' \
         ${moot_protect:+--protect "$moot_protect"} \
         ${moot_stderr:+--stderr-file "$moot_stderr"} \
         ${MOOT_DEADLINE:+--deadline "$MOOT_DEADLINE"} "$@"

@@ -18,7 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 REALCLI_DIR=${REALCLI_DIR:-${TMPDIR:-/tmp}/moot-realcli}
 MOOT_BIN=$(cd "${MOOT_BIN:-$root/target/debug}" && pwd)
-SCENARIOS=${ONLY:-plain shell outside gitplant forge detach error length drop deadline bigprompt resume asks activity marker tools managed start health}
+SCENARIOS=${ONLY:-plain shell outside gitplant envleak forge detach error length drop deadline bigprompt resume asks activity marker tools managed start health}
 # The managed-session and lifecycle scenarios run through the adapter alone (they are its
 # contract); each applies to the CLIs it names.
 ADAPTER_ONLY=" activity marker tools managed start health "
@@ -165,7 +165,7 @@ run_adapter() {
     (
         cd "$ws" &&
             env MOSAIC_REQUEST="$request" MOSAIC_WORKSPACE="$ws" MOSAIC_SESSION_DIR="$sessions" \
-                MOOT_DEADLINE="$deadline" "${adapter_env[@]}" \
+                MOOT_DEADLINE="$deadline" MOOT_KEEP_ENV="${keep:-}" "${adapter_env[@]}" \
                 sh "$root/scripts/adapters/$runtime/adapter.sh" ${adapter_verb:-}
     ) >"$out" 2>"$err"
     status=$?
@@ -371,7 +371,11 @@ check() {
             # The agent plants code in the worktree's git configuration for the operator's next
             # git command: moot-run puts it back and the run fails; the operator's git runs nothing.
             local pwned=$work/outside/PWNED
-            echo "toolcmd printf '[core]\\n\\tfsmonitor = \"touch $pwned; false\"\\n' >> .git/config; printf '#!/bin/sh\\ntouch $pwned\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; touch planted.txt" >"$scenario_file"
+            # (A script of the repository's, so no CLI's own command screening sees .git.)
+            printf '%s\n' "printf '[core]\\n\\tfsmonitor = \"touch $pwned; false\"\\n' >> .git/config" \
+                "printf '#!/bin/sh\\ntouch $pwned\\n' > .git/hooks/pre-commit" \
+                'chmod +x .git/hooks/pre-commit' 'touch planted.txt' >"$ws/plant.sh"
+            echo "toolcmd sh plant.sh" >"$scenario_file"
             $run "Run the tool."
             git -C "$ws" status >/dev/null 2>&1
             git -C "$ws" add -A >/dev/null 2>&1
@@ -384,6 +388,18 @@ check() {
                 echo "the planted configuration is still there"
             elif [ "$status" = 0 ] || ! grep -q 'protected path' "$err"; then
                 echo "the run did not fail as tampered (exit $status): $(head -c 300 "$err")"
+            fi
+            ;;
+        envleak)
+            # A CI job's secrets in the caller's environment never reach the agent.
+            echo "toolcmd env > seen-env.txt" >"$scenario_file"
+            GITHUB_TOKEN=ghp_e2e-leaked-token AWS_SECRET_ACCESS_KEY=aws-e2e-leaked-key $run "Run the tool."
+            if [ ! -e "$ws/seen-env.txt" ]; then
+                echo "the command never ran (exit $status): $(head -c 300 "$err")"
+            elif grep -q -e e2e-leaked "$ws/seen-env.txt"; then
+                echo "the agent saw: $(grep -o -e '^[A-Z_]*=[a-z_0-9]*-e2e-leaked[a-z-]*' "$ws/seen-env.txt" | tr '\n' ' ')"
+            elif [ "$status" != 0 ]; then
+                echo "exit $status: $(head -c 300 "$err")"
             fi
             ;;
         forge)

@@ -9,12 +9,29 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::str::FromStr;
 
-use crate::model::Meta;
+use crate::model::{Meta, PROXY_VARS};
 use crate::registry;
 
 /// Kept under every preset: what any CLI needs to find its binaries, home, locale and terminal.
 pub const COMMON_ALLOWLIST: &[&str] = &[
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "TZ", "LANG", "LC_*", "TERM", "XDG_*",
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TMPDIR",
+    "TZ",
+    "LANG",
+    "LC_*",
+    "TERM",
+    "XDG_*",
+    // Where a proxy is the way out (its variables are PROXY_VARS, kept too), what it is not
+    // for, and the certificate authorities it needs.
+    "NO_PROXY",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
 ];
 
 /// The runtimes that have a preset (all of them), for `--env-preset`'s list of values.
@@ -102,6 +119,8 @@ pub fn curate(
     let allowed: Vec<Pattern> = COMMON_ALLOWLIST
         .iter()
         .chain(preset.env.names)
+        .chain(preset.env.keys)
+        .chain(PROXY_VARS)
         .copied()
         .chain(preset.needs.variables())
         .map(Pattern::of_allowlist)

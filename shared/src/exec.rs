@@ -113,8 +113,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "VAR", requires = "env_preset")]
     pub keep: Vec<Pattern>,
 
-    /// Keep DIR's git configuration as it was: every `.git` in it (config, hooks, a `.git` file,
-    /// all but git's objects, refs, logs and index) and every `.gitmodules`. Anything the command
+    /// Keep DIR's git configuration as it was: in every `.git` in it, what git reads as
+    /// configuration or runs (config, hooks, info, a `.git` file), and every `.gitmodules`. Anything the command
     /// changed there is put back once it has ended, and moot-run exits 122. Give it for every
     /// worktree the command may write.
     #[arg(long, value_name = "DIR")]

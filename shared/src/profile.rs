@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, Context};
 
 use crate::exec::resolve_program;
-use crate::model::{Access, Needs, Place};
+use crate::model::{Access, Needs, Place, PROXY_VARS};
 
 /// A declared place on this machine: where it is, and making it when the CLI would.
 trait PlaceOnHost {
@@ -402,6 +402,20 @@ fn ports(runtime: &str, needs: &Needs, env: &Env) -> Vec<(u16, String)> {
             format!("{runtime}'s provider endpoint (HTTPS, none configured)"),
         ));
     }
+    if has_provider {
+        for var in PROXY_VARS {
+            for port in env
+                .get(var)
+                .map(|v| url_ports(&v.to_string_lossy()))
+                .unwrap_or_default()
+            {
+                found.insert((
+                    port,
+                    format!("the proxy {runtime} reaches its provider through (${var})"),
+                ));
+            }
+        }
+    }
     // One reason per port: the first.
     let mut ports: Vec<(u16, String)> = Vec::new();
     for (port, why) in found {
@@ -555,5 +569,13 @@ mod tests {
             .any(|g| g.path == moved && g.why.contains("$TOOL_HOME")));
         let ports: Vec<u16> = profile.connect.iter().map(|(p, _)| *p).collect();
         assert_eq!(ports, [8443, 18084]);
+        // A proxy is the way out: its port is granted beside the provider's.
+        let proxied = Env::from_pairs(&[
+            ("HOME", home.to_str().unwrap()),
+            ("https_proxy", "http://proxy.corp:3128"),
+        ]);
+        let profile = derive("tool", &NEEDS, &program, &proxied).unwrap();
+        let ports: Vec<u16> = profile.connect.iter().map(|(p, _)| *p).collect();
+        assert_eq!(ports, [443, 3128]);
     }
 }

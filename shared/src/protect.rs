@@ -13,10 +13,12 @@
 //!
 //! The protected set of a worktree: every `.git` entry in it, at any depth (a nested repository
 //! is a submodule's, or becomes one when the job adds a gitlink to the index, and `git status`
-//! runs inside it), with everything in a git directory except git's own data; the git directory a
-//! `.git` file names; and every `.gitmodules`. Git's data (objects, refs, logs, the index, the
-//! state files of a commit, merge, rebase or bisect, lock files) is left to the job, so that
-//! `git add` and `git commit` on its branch keep working.
+//! runs inside it); in each git directory, what git reads as configuration or runs
+//! ([`GIT_CONFIGURATION`]), in it and in every git directory nested under `modules/` and
+//! `worktrees/`; the git directory a `.git` file names; and every `.gitmodules`. Git's data
+//! (objects, refs, logs, the index, the state of a commit, merge or rebase) and other tools'
+//! files in `.git` (opencode keeps its project id there) are left to the job, so that `git add`
+//! and `git commit` on its branch keep working.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -29,37 +31,26 @@ use anyhow::{bail, Context};
 use nix::libc;
 use serde::{Deserialize, Serialize};
 
-/// Names git's data goes by inside a git directory, at any depth: written by git as the job adds
-/// and commits, and never read as configuration or run.
-const GIT_DATA: &[&str] = &[
-    "objects",
-    "refs",
-    "logs",
-    "lfs",
-    "rr-cache",
-    "rebase-merge",
-    "rebase-apply",
-    "sequencer",
-    "index",
-    "HEAD",
-    "ORIG_HEAD",
-    "FETCH_HEAD",
-    "MERGE_HEAD",
-    "MERGE_MSG",
-    "MERGE_MODE",
-    "MERGE_RR",
-    "AUTO_MERGE",
-    "CHERRY_PICK_HEAD",
-    "REVERT_HEAD",
-    "REBASE_HEAD",
-    "COMMIT_EDITMSG",
-    "TAG_EDITMSG",
-    "SQUASH_MSG",
-    "packed-refs",
-    "shallow",
-    "gc.log",
-    "gc.pid",
+/// What git reads in a git directory as configuration or runs: its config, hooks, `info/`
+/// (attributes that pick drivers, excludes, sparse patterns), the pointers of a linked worktree
+/// (`commondir`, `gitdir`) and the legacy remote definitions. Taken whole.
+const GIT_CONFIGURATION: &[&str] = &[
+    "config",
+    "config.worktree",
+    "hooks",
+    "info",
+    "commondir",
+    "gitdir",
+    "remotes",
+    "branches",
 ];
+
+/// Where a git directory holds other git directories (a submodule's, a linked worktree's), at
+/// any depth below: each is protected the same way.
+const NESTED_GIT_DIRS: &[&str] = &["modules", "worktrees"];
+
+/// Names of git's data below `modules/` and `worktrees/`, never a nested git directory.
+const GIT_DATA: &[&str] = &["objects", "refs", "logs", "lfs", "rr-cache"];
 
 /// The most the protected set may hold (its files are kept in memory to be put back): far above
 /// a repository's config and hooks, far below what a run's memory can spare.
@@ -301,19 +292,50 @@ impl Scan {
         Ok(())
     }
 
-    /// Records a `.git` entry (or a named git directory) and, when it is a directory, everything
-    /// in it but git's data.
+    /// Records a `.git` entry (or a named git directory) and, when it is a directory, what git
+    /// reads in it as configuration or runs.
     fn git_entry(&mut self, path: &Path) -> anyhow::Result<()> {
-        if !self.record(path)? {
-            return Ok(());
+        if self.record(path)? {
+            self.git_dir(path)?;
         }
-        let mut dirs = vec![path.to_path_buf()];
+        Ok(())
+    }
+
+    /// The configuration of one git directory (the rest of it is git's data, or another
+    /// tool's files that git never reads), and of every git directory nested in it.
+    fn git_dir(&mut self, dir: &Path) -> anyhow::Result<()> {
+        for (child, _) in read_dir(dir)? {
+            let name = child.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if GIT_CONFIGURATION.contains(&name) {
+                self.tree(&child)?;
+            } else if NESTED_GIT_DIRS.contains(&name) && self.record(&child)? {
+                self.nested_git_dirs(&child)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every directory below `dir` (a submodule's name may hold slashes) as a git directory.
+    fn nested_git_dirs(&mut self, dir: &Path) -> anyhow::Result<()> {
+        for (child, kind) in read_dir(dir)? {
+            let name = child.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if kind.is_dir() && !GIT_DATA.contains(&name) && !GIT_CONFIGURATION.contains(&name) {
+                self.record(&child)?;
+                self.git_dir(&child)?;
+                self.nested_git_dirs(&child)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Records `path` and everything below it.
+    fn tree(&mut self, path: &Path) -> anyhow::Result<()> {
+        let mut dirs = Vec::new();
+        if self.record(path)? {
+            dirs.push(path.to_path_buf());
+        }
         while let Some(dir) = dirs.pop() {
             for (child, _) in read_dir(&dir)? {
-                let name = child.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                if GIT_DATA.contains(&name) || name.ends_with(".lock") {
-                    continue;
-                }
                 if self.record(&child)? {
                     dirs.push(child);
                 }
@@ -469,6 +491,7 @@ mod tests {
         fs::write(root.join(".git/index"), "DIRC").unwrap();
         fs::write(root.join(".git/COMMIT_EDITMSG"), "msg").unwrap();
         fs::write(root.join(".git/config.lock"), "x").unwrap();
+        fs::write(root.join(".git/opencode"), "project-id").unwrap();
         fs::write(root.join("src.rs"), "fn main() {}").unwrap();
         assert_eq!(snapshot.verify_and_restore(), None);
     }
@@ -484,8 +507,11 @@ mod tests {
         fs::create_dir(root.join("sub")).unwrap();
         fs::write(root.join("sub/.git"), "gitdir: /tmp/evil\n").unwrap();
         fs::write(root.join(".gitmodules"), "[submodule \"x\"]\n").unwrap();
+        let module = root.join(".git/modules/lib/nested");
+        fs::create_dir_all(&module).unwrap();
+        fs::write(module.join("config"), "[core]\n\tfsmonitor = id\n").unwrap();
         let tampered = snapshot.verify_and_restore().expect("the changes are seen");
-        assert_eq!(tampered.count, 5, "{tampered:?}");
+        assert_eq!(tampered.count, 9, "{tampered:?}");
         assert!(tampered.restored);
         assert_eq!(
             fs::read_to_string(&config).unwrap(),
@@ -494,6 +520,7 @@ mod tests {
         assert!(!root.join(".git/hooks/pre-commit").exists());
         assert!(root.join(".git/hooks/pre-commit.sample").exists());
         assert!(!root.join("sub/.git").exists() && !root.join(".gitmodules").exists());
+        assert!(!root.join(".git/modules").exists());
         assert_eq!(snapshot.verify_and_restore(), None, "all as it was");
     }
 

@@ -89,7 +89,7 @@ fn missing(meta: &Meta) -> Vec<String> {
     }
     let listed = preset_in_man_page(name);
     let groups = meta.env.indivisible.iter().copied().flatten();
-    for kept in meta.env.names.iter().chain(groups) {
+    for kept in meta.env.names.iter().chain(groups).chain(meta.env.keys) {
         need(
             listed.as_deref().is_some_and(|text| text.contains(kept)),
             format!("{kept} in the {name} entry of man/moot-run.1's environment presets"),

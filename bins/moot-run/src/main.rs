@@ -25,8 +25,8 @@ error too, as timeout(1) does, so it is never mistaken for the command's own sta
 123 an output passed --max-output or --max-stderr; 122 the command changed what --protect keeps
 (put back).
 
-Environment presets keep PATH HOME USER LOGNAME SHELL TMPDIR TZ LANG LC_* TERM XDG_* plus the
-runtime's names (omp: OMP_PROFILE PI_PROFILE PI_CODING_AGENT_DIR PI_SMOL_MODEL PI_SLOW_MODEL
+Environment presets keep PATH HOME USER LOGNAME SHELL TMPDIR TZ LANG LC_* TERM XDG_*, a proxy's
+and the certificate variables, plus the runtime's names and provider keys (omp: OMP_PROFILE PI_PROFILE PI_CODING_AGENT_DIR PI_SMOL_MODEL PI_SLOW_MODEL
 PI_PLAN_MODEL, and OMP_AUTH_BROKER_URL with OMP_AUTH_BROKER_TOKEN, kept or dropped together),
 and every variable its sandbox profile reads (moot-sandbox --profile; CODEX_HOME,
 ANTHROPIC_BASE_URL, KIMI_CODE_HOME, ...).

@@ -66,13 +66,39 @@ pub struct EnvAllowlist {
     pub names: &'static [&'static str],
     /// Names that only work together: kept or dropped as one group.
     pub indivisible: &'static [&'static [&'static str]],
+    /// The provider API key variables the CLI reads, kept so that a filtered environment (the
+    /// adapters', `moot-run --env-preset`) still runs it; any other key is named by the caller.
+    pub keys: &'static [&'static str],
 }
+
+/// The key variables of the providers a routing CLI (pi, opencode) reads from its environment
+/// under the same names: the widely used ones. A provider not listed here is kept by name
+/// (`moot-run --keep`, the adapters' `MOOT_KEEP_ENV`).
+pub const ROUTED_PROVIDER_KEYS: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GROQ_API_KEY",
+    "CEREBRAS_API_KEY",
+    "XAI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "MISTRAL_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "MOONSHOT_API_KEY",
+    "KIMI_API_KEY",
+    "ZAI_API_KEY",
+    "FIREWORKS_API_KEY",
+    "AI_GATEWAY_API_KEY",
+    "OPENCODE_API_KEY",
+];
 
 impl EnvAllowlist {
     /// A CLI that reads nothing beyond the common variables.
     pub const NONE: EnvAllowlist = EnvAllowlist {
         names: &[],
         indivisible: &[],
+        keys: &[],
     };
 
     /// Names kept one by one.
@@ -80,7 +106,13 @@ impl EnvAllowlist {
         EnvAllowlist {
             names,
             indivisible: &[],
+            keys: &[],
         }
+    }
+
+    /// The same, with the provider key variables the CLI reads.
+    pub const fn with_keys(self, keys: &'static [&'static str]) -> Self {
+        EnvAllowlist { keys, ..self }
     }
 }
 

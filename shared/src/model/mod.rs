@@ -15,5 +15,7 @@ pub use job::{
     nonblank, selector_problem, Action, Argv, Builder, Built, Declared, Delivery, Host, Job, Plan,
     Policy, Refusal, Selector, Staged,
 };
-pub use meta::{EffortRule, EnvAllowlist, Matrix, Meta, OnUnknown, Oversize, PromptRules};
-pub use needs::{Access, Needs, Place};
+pub use meta::{
+    EffortRule, EnvAllowlist, Matrix, Meta, OnUnknown, Oversize, PromptRules, ROUTED_PROVIDER_KEYS,
+};
+pub use needs::{Access, Needs, Place, PROXY_VARS};

@@ -103,6 +103,18 @@ pub struct Needs {
     pub temp: Option<Place>,
 }
 
+/// The variables that name the proxy a CLI reaches its provider through: every runtime with a
+/// provider reads them (its HTTP client does), so a profile grants their ports and a preset keeps
+/// them.
+pub const PROXY_VARS: &[&str] = &[
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+];
+
 impl Needs {
     /// Every variable the needs read: the ones that move places, and the provider URLs.
     pub fn variables(&self) -> impl Iterator<Item = &'static str> + '_ {

@@ -51,7 +51,7 @@ pub static META: Meta = Meta {
     usage_source: "turn.completed usage input_tokens/output_tokens (session totals on a resumed \
                    thread)",
     parser: Some("codex"),
-    env: EnvAllowlist::names(super::ENV_ALLOWLIST),
+    env: EnvAllowlist::names(super::ENV_ALLOWLIST).with_keys(&["OPENAI_API_KEY", "CODEX_API_KEY"]),
     needs: Needs {
         places: &[Place::moved_by(
             "CODEX_HOME",

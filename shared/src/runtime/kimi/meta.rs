@@ -44,7 +44,7 @@ pub static KIMI: Meta = Meta {
     health_prompt: "Gitmoot Kimi live check. Return OK only.",
     usage_source: "the usage object of the last stream-json event that carries one (often none)",
     parser: Some("kimi"),
-    env: EnvAllowlist::names(super::ENV_ALLOWLIST),
+    env: EnvAllowlist::names(super::ENV_ALLOWLIST).with_keys(&["KIMI_API_KEY"]),
     needs: Needs {
         places: &[Place::moved_by(
             "KIMI_CODE_HOME",

@@ -57,9 +57,12 @@ pub static META: Meta = Meta {
                    rollup replaces the sum only when every agent_end has one and it is at least \
                    the sum",
     parser: Some("omp"),
+    // No provider key: omp's credentials come from its auth broker (moot-broker) or its own
+    // agent directory, and a key in the seat is one the agent can read.
     env: EnvAllowlist {
         names: super::ENV_ALLOWLIST,
         indivisible: super::ENV_INDIVISIBLE,
+        keys: &[],
     },
     needs: Needs {
         places: &[

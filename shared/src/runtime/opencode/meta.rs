@@ -73,7 +73,7 @@ pub static META: Meta = Meta {
     usage_source: "step_finish tokens (input plus cache reads and writes; output plus reasoning) \
                    and cost, summed over the run's steps",
     parser: Some("opencode"),
-    env: EnvAllowlist::names(super::ENV_ALLOWLIST),
+    env: EnvAllowlist::names(super::ENV_ALLOWLIST).with_keys(crate::model::ROUTED_PROVIDER_KEYS),
     needs: Needs {
         places: &[
             xdg(

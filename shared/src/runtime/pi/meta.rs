@@ -52,7 +52,7 @@ pub static META: Meta = Meta {
     health_prompt: "Gitmoot health check. Reply OK only.",
     usage_source: "assistant message_end usage input/output, summed",
     parser: Some("pi"),
-    env: EnvAllowlist::names(super::ENV_ALLOWLIST),
+    env: EnvAllowlist::names(super::ENV_ALLOWLIST).with_keys(crate::model::ROUTED_PROVIDER_KEYS),
     needs: Needs {
         places: &[Place::moved_by(
             "PI_CODING_AGENT_DIR",
