@@ -1158,3 +1158,106 @@ fn a_planted_link_in_place_of_a_writable_file_is_refused() {
         "moot adapter (pi): MOSAIC_TURN_MARKER's directory (",
     );
 }
+
+/// pi's extension writes the turn marker from inside the seat, into a directory the adapter
+/// made for it alone: the runner's own directory, where the marker goes once the turn is over,
+/// is never granted (an agent could otherwise write anything beside it).
+#[test]
+fn the_turn_marker_is_written_apart_and_moved_to_the_runners_directory() {
+    let stubs = Stubs::new();
+    let run = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let ws = workspace.path();
+    let capture = root().join("testdata/pi/real-plain.ndjson");
+    let pi = stubs.path("pi");
+    fs::write(
+        &pi,
+        format!(
+            "#!/bin/sh\n\
+             echo done > \"$MOSAIC_TURN_MARKER\"\n\
+             echo planted > {run}/beside 2>/dev/null && echo wrote > {ws}/beside.txt || \
+             echo denied > {ws}/beside.txt\n\
+             cat {capture}\n",
+            run = run.path().display(),
+            ws = ws.display(),
+            capture = capture.display(),
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&pi, fs::Permissions::from_mode(0o755)).unwrap();
+    let grant = format!(
+        "--rx {} --ro {}",
+        stubs.dir.path().display(),
+        capture.display()
+    );
+    let marker = run.path().join("turn.done");
+    adapter_answered(
+        "pi",
+        &stubs,
+        &[
+            ("MOSAIC_REQUEST", "x"),
+            ("MOSAIC_WORKSPACE", ws.to_str().unwrap()),
+            ("MOOT_SANDBOX_FLAGS", &grant),
+            ("MOSAIC_TURN_MARKER", marker.to_str().unwrap()),
+        ],
+        "pi/real-plain.json",
+    );
+    assert_eq!(fs::read_to_string(&marker).unwrap(), "done\n");
+    assert_eq!(
+        fs::read_to_string(ws.join("beside.txt")).unwrap(),
+        "denied\n"
+    );
+    assert!(!run.path().join("beside").exists());
+}
+
+/// A harness file (the unslop log, the turn marker) in reach of the agent or of another user
+/// is refused before anything runs: a link anywhere in its path, a directory others can write,
+/// a shared temporary directory, the workspace itself.
+#[test]
+fn harness_files_in_reach_of_the_agent_or_others_are_refused() {
+    let stubs = Stubs::with("pi", "pi/real-plain.ndjson");
+    let run = tempfile::tempdir().unwrap();
+    let real = run.path().join("real");
+    fs::create_dir_all(real.join("deeper")).unwrap();
+    std::os::unix::fs::symlink(&real, run.path().join("linked")).unwrap();
+    let open = run.path().join("open");
+    fs::create_dir(&open).unwrap();
+    fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let ws = workspace.path().to_str().unwrap();
+    let in_ws = format!("{ws}/turn.done");
+    let linked_log = run.path().join("linked/deeper/unslop.jsonl");
+    let open_marker = open.join("turn.done");
+    let cases: [(&str, &str, &str); 4] = [
+        (
+            "MOSAIC_UNSLOP_LOG",
+            linked_log.to_str().unwrap(),
+            "has a symbolic link in its path",
+        ),
+        (
+            "MOSAIC_TURN_MARKER",
+            open_marker.to_str().unwrap(),
+            "is writable by others",
+        ),
+        ("MOSAIC_TURN_MARKER", "/tmp/turn.done", "/tmp"),
+        ("MOSAIC_TURN_MARKER", &in_ws, "inside MOSAIC_WORKSPACE"),
+    ];
+    for (var, path, why) in cases {
+        let out = adapter(
+            "pi",
+            &stubs,
+            &[
+                ("MOSAIC_REQUEST", "x"),
+                ("MOSAIC_WORKSPACE", ws),
+                (var, path),
+            ],
+        );
+        assert_failed(&out, 2, &format!("moot adapter (pi): {var}"));
+        assert!(text(&out.stderr).contains(why), "{}", text(&out.stderr));
+        assert!(stubs.argv("pi").is_none(), "pi ran with {var}={path}");
+    }
+    assert!(
+        !real.join("deeper/unslop.jsonl").exists(),
+        "the log was made through the link"
+    );
+}

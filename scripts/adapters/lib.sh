@@ -120,6 +120,26 @@ moot_verb_setup() {
     esac
 }
 
+# moot_check_harness_dir VAR DIR: DIR, where the harness file VAR names lives, is the
+# operator's own: a real path (no component a symbolic link: an agent that could swap one would
+# redirect the file and its grant), owned by this user, writable by no one else, and outside
+# the workspace the agent writes (where it could swap the file between turns).
+moot_check_harness_dir() {
+    moot_real=$(cd -P -- "$2" 2>/dev/null && pwd) ||
+        moot_die 2 "$1's directory ($2) is not a directory this user can enter"
+    [ "$moot_real" = "$2" ] ||
+        moot_die 2 "$1's directory ($2) has a symbolic link in its path: give its real path ($moot_real)"
+    [ -O "$2" ] || moot_die 2 "$1's directory ($2) is not owned by this user"
+    [ -z "$(find "$2" -maxdepth 0 -perm /022 2>/dev/null)" ] ||
+        moot_die 2 "$1's directory ($2) is writable by others: give a directory of your own (mode 0700 or 0755)"
+    if [ -n "${MOSAIC_WORKSPACE:-}" ]; then
+        moot_ws_real=$(cd -P -- "$MOSAIC_WORKSPACE" 2>/dev/null && pwd) || moot_ws_real=$MOSAIC_WORKSPACE
+        case $moot_real/ in
+            "$moot_ws_real"/*) moot_die 2 "$1 ($2) is inside MOSAIC_WORKSPACE, where the agent writes: keep harness files out of it" ;;
+        esac
+    fi
+}
+
 # moot_check_managed_files: the managed session's files exist before anything runs (one line
 # and exit 2 otherwise); the unslop log is created if absent, so that it can be granted.
 moot_check_managed_files() {
@@ -127,19 +147,26 @@ moot_check_managed_files() {
     [ -z "${MOSAIC_TOOLS_FILE:-}" ] || moot_require_file MOSAIC_TOOLS_FILE "$MOSAIC_TOOLS_FILE"
     if [ -n "${MOSAIC_UNSLOP_LOG:-}" ]; then
         case $MOSAIC_UNSLOP_LOG in /*) ;; *) moot_die 2 "MOSAIC_UNSLOP_LOG ($MOSAIC_UNSLOP_LOG) must be an absolute path" ;; esac
+        moot_check_harness_dir MOSAIC_UNSLOP_LOG "${MOSAIC_UNSLOP_LOG%/*}"
         # It is granted writable, and a grant follows a symbolic link: one planted there (by an
         # agent that could write beside it in an earlier turn) would hand it the link's target.
         [ ! -L "$MOSAIC_UNSLOP_LOG" ] ||
             moot_die 2 "MOSAIC_UNSLOP_LOG ($MOSAIC_UNSLOP_LOG) is a symbolic link: give the file itself"
         [ -f "$MOSAIC_UNSLOP_LOG" ] || (umask 077 && : >>"$MOSAIC_UNSLOP_LOG") 2>/dev/null ||
             moot_die 2 "MOSAIC_UNSLOP_LOG ($MOSAIC_UNSLOP_LOG) cannot be created"
+        [ -f "$MOSAIC_UNSLOP_LOG" ] && [ -O "$MOSAIC_UNSLOP_LOG" ] ||
+            moot_die 2 "MOSAIC_UNSLOP_LOG ($MOSAIC_UNSLOP_LOG) is not a file owned by this user"
     fi
     if [ -n "${MOSAIC_TURN_MARKER:-}" ]; then
         case $MOSAIC_TURN_MARKER in /*) ;; *) moot_die 2 "MOSAIC_TURN_MARKER ($MOSAIC_TURN_MARKER) must be an absolute path" ;; esac
         [ ! -e "$MOSAIC_TURN_MARKER" ] && [ ! -L "$MOSAIC_TURN_MARKER" ] ||
             moot_die 2 "MOSAIC_TURN_MARKER ($MOSAIC_TURN_MARKER) exists before the turn: give a fresh path"
-        [ ! -L "${MOSAIC_TURN_MARKER%/*}" ] ||
-            moot_die 2 "MOSAIC_TURN_MARKER's directory (${MOSAIC_TURN_MARKER%/*}) is a symbolic link: give the directory itself"
+        moot_check_harness_dir MOSAIC_TURN_MARKER "${MOSAIC_TURN_MARKER%/*}"
+        moot_marker_dir_real=$(cd -P -- "${TMPDIR:-/tmp}" 2>/dev/null && pwd) || moot_marker_dir_real=
+        case ${MOSAIC_TURN_MARKER%/*} in
+            /tmp | /var/tmp | /dev/shm | "$moot_marker_dir_real")
+                moot_die 2 "MOSAIC_TURN_MARKER ($MOSAIC_TURN_MARKER) is in a shared temporary directory: give one of the session's own" ;;
+        esac
     fi
     if [ -n "${MOSAIC_MODEL_ACTIVITY_DIR:-}" ]; then
         [ -d "$MOSAIC_MODEL_ACTIVITY_DIR" ] ||
@@ -184,6 +211,16 @@ moot_adapter() {
     trap 'exit 130' INT
     trap 'exit 143' TERM
     moot_stage=$moot_work/stage
+    # pi's extension writes the turn marker from inside the seat: into a directory of the
+    # scratch made for it alone (granted writable), never the runner's own directory. The
+    # adapter moves it to MOSAIC_TURN_MARKER once the turn is over.
+    moot_turn_marker=
+    if [ -n "${MOSAIC_TURN_MARKER:-}" ]; then
+        moot_turn_marker=$MOSAIC_TURN_MARKER
+        mkdir "$moot_work/marker" || moot_die 1 "cannot create $moot_work/marker"
+        MOSAIC_TURN_MARKER=$moot_work/marker/turn.done
+        export MOSAIC_TURN_MARKER
+    fi
 
     # The prompt goes to moot-render as a file in the private directory: printf is a builtin,
     # so this costs no process, and the text never touches argv. A health check brings its own.
@@ -227,7 +264,7 @@ moot_adapter() {
             ${MOSAIC_CLAUDE_MCP_CONFIG:+--ro "$MOSAIC_CLAUDE_MCP_CONFIG"} \
             ${MOSAIC_TOOLS_FILE:+--ro "$MOSAIC_TOOLS_FILE"} \
             ${MOSAIC_UNSLOP_LOG:+--rw "$MOSAIC_UNSLOP_LOG"} \
-            ${MOSAIC_TURN_MARKER:+--rw "${MOSAIC_TURN_MARKER%/*}"} \
+            ${moot_turn_marker:+--rw "$moot_work/marker"} \
             ${MOOT_SANDBOX_FLAGS:-} --
     fi
     # The CLI gets the runtime's environment preset (its own names, its provider keys, a proxy)
@@ -266,9 +303,11 @@ moot_adapter() {
         exec 4>&1
     fi
     # The parser removes the scratch directory itself once the run is read (an rm is a process),
-    # unless the adapter still needs it afterwards: the CLI's stderr to keep, a start's session.
+    # unless the adapter still needs it afterwards: the CLI's stderr to keep, a start's session,
+    # a turn marker to move.
     moot_self_clean=
-    [ -z "$moot_stderr" ] && [ "$moot_verb" != start ] && moot_self_clean=$moot_work
+    [ -z "$moot_stderr" ] && [ "$moot_verb" != start ] && [ -z "$moot_turn_marker" ] &&
+        moot_self_clean=$moot_work
     # Its one diagnostic line goes to stderr, or waits in the scratch when the CLI's stderr may
     # have to be named beside it.
     if [ -n "$moot_stderr" ]; then exec 5>"$moot_work/diagnostic"; else exec 5>&2; fi
@@ -319,13 +358,18 @@ moot_failed() {
     exit "$1"
 }
 
-# moot_check_turn_marker: a pi turn whose extension did not write MOSAIC_TURN_MARKER at
-# agent_end failed, whatever pi's stream and exit status said.
+# moot_check_turn_marker: a pi turn whose extension did not write its marker at agent_end
+# failed, whatever pi's stream and exit status said; a marker written is moved to
+# MOSAIC_TURN_MARKER.
 moot_check_turn_marker() {
-    [ "$moot_runtime" = pi ] && [ "$moot_verb" != health ] && [ -n "${MOSAIC_TURN_MARKER:-}" ] ||
+    [ -n "$moot_turn_marker" ] || return 0
+    if [ "$moot_runtime" != pi ] || [ "$moot_verb" = health ]; then
         return 0
+    fi
     [ -e "$MOSAIC_TURN_MARKER" ] ||
-        moot_die 1 "the turn ended without its marker ($MOSAIC_TURN_MARKER): pi's extension never reached agent_end"
+        moot_die 1 "the turn ended without its marker ($moot_turn_marker): pi's extension never reached agent_end"
+    mv -f "$MOSAIC_TURN_MARKER" "$moot_turn_marker" ||
+        moot_die 1 "cannot write the turn marker ($moot_turn_marker)"
 }
 
 # moot_saved_session RUNTIME: the session id an earlier successful turn left in
