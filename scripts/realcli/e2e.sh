@@ -18,7 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 REALCLI_DIR=${REALCLI_DIR:-${TMPDIR:-/tmp}/moot-realcli}
 MOOT_BIN=$(cd "${MOOT_BIN:-$root/target/debug}" && pwd)
-SCENARIOS=${ONLY:-plain shell outside gitplant envleak forge detach error length drop deadline bigprompt resume asks activity marker tools managed start health}
+SCENARIOS=${ONLY:-plain shell outside gitplant envleak homeinstall forge detach error length drop deadline bigprompt resume asks activity marker tools managed start health}
 # The managed-session and lifecycle scenarios run through the adapter alone (they are its
 # contract); each applies to the CLIs it names.
 ADAPTER_ONLY=" activity marker tools managed start health "
@@ -398,6 +398,28 @@ check() {
                 echo "the command never ran (exit $status): $(head -c 300 "$err")"
             elif grep -q -e e2e-leaked "$ws/seen-env.txt"; then
                 echo "the agent saw: $(grep -o -e '^[A-Z_]*=[a-z_0-9]*-e2e-leaked[a-z-]*' "$ws/seen-env.txt" | tr '\n' ' ')"
+            elif [ "$status" != 0 ]; then
+                echo "exit $status: $(head -c 300 "$err")"
+            fi
+            ;;
+        homeinstall)
+            # `cd ~ && npm install <cli>`: the CLI runs from an install whose root is its home,
+            # and the home's other files stay out of the agent's reach. (claude and opencode
+            # run a platform binary, kimi-cli a venv: no npm root.)
+            local tree=${path_dirs%%/node_modules/*}
+            case $tree in "$REALCLI_DIR"/*) ;; *) echo NA; return ;; esac
+            [ -d "$tree/node_modules" ] || { echo NA; return; }
+            cp -al "$tree/node_modules" "$tree/package.json" "$HOME/" 2>/dev/null ||
+                cp -a "$tree/node_modules" "$tree/package.json" "$HOME/" || { echo "cannot install into HOME"; return; }
+            mkdir -p "$HOME/.ssh" && echo PRIVATE-KEY-e2e >"$HOME/.ssh/id_ed25519"
+            export PATH=$MOOT_BIN:${path_dirs//$tree/$HOME}:/usr/local/bin:/usr/bin:/bin
+            echo "toolcmd cat $HOME/.ssh/id_ed25519 > leaked.txt 2>&1; touch ran.txt" >"$scenario_file"
+            $run "Run the tool."
+            rm -rf "$HOME/node_modules" "$HOME/package.json" "$HOME/.ssh"
+            if [ ! -e "$ws/ran.txt" ]; then
+                echo "the command never ran (exit $status): $(head -c 300 "$err")"
+            elif grep -q PRIVATE-KEY "$ws/leaked.txt"; then
+                echo "the agent read a file of the home the CLI is installed in"
             elif [ "$status" != 0 ]; then
                 echo "exit $status: $(head -c 300 "$err")"
             fi

@@ -144,7 +144,12 @@ fn shell_word(path: &Path) -> String {
 pub fn derive(runtime: &str, needs: &Needs, program: &Path, env: &Env) -> anyhow::Result<Profile> {
     let mut profile = Profile::default();
     let path_var = env.get("PATH").map(OsString::from);
-    install_tree(runtime, program, path_var.as_deref(), &mut profile, 0)?;
+    let home = env.get("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let host = Host {
+        path_var: path_var.as_deref(),
+        home: home.as_deref(),
+    };
+    install_tree(runtime, program, &host, &mut profile, 0)?;
     for place in needs.places {
         if let Some((path, source)) = place.locate(env) {
             if place.ensure(&path) {
@@ -208,6 +213,21 @@ impl Profile {
     }
 }
 
+/// What an install tree is resolved against: the CLI's PATH, and its HOME, which no install
+/// grant may cover (a CLI installed in or run from the home would otherwise hand the seat
+/// `~/.ssh`, `~/.aws` and every other CLI's credentials).
+struct Host<'a> {
+    path_var: Option<&'a std::ffi::OsStr>,
+    home: Option<&'a Path>,
+}
+
+impl Host<'_> {
+    /// Whether granting `dir` would grant the home: it is the home or one of its ancestors.
+    fn covers_home(&self, dir: &Path) -> bool {
+        self.home.is_some_and(|home| home.starts_with(dir))
+    }
+}
+
 /// How deep `#!` interpreters may chain (the kernel allows 4 levels).
 const MAX_INTERPRETERS: usize = 4;
 
@@ -216,7 +236,7 @@ const MAX_INTERPRETERS: usize = 4;
 fn install_tree(
     runtime: &str,
     program: &Path,
-    path_var: Option<&std::ffi::OsStr>,
+    host: &Host,
     profile: &mut Profile,
     depth: usize,
 ) -> anyhow::Result<()> {
@@ -229,11 +249,16 @@ fn install_tree(
         .with_context(|| format!("{what} ({}): cannot resolve it", program.display()))?;
     for executable in [program, real.as_path()] {
         if let Some(dir) = executable.parent() {
-            profile.grant(
-                dir.to_path_buf(),
-                Access::ReadExec,
-                format!("{what} {}", executable.display()),
-            );
+            // A program in the home (or in /) is granted alone, never its directory.
+            let (path, why) = if host.covers_home(dir) {
+                (
+                    executable,
+                    format!("{what} (alone: its directory holds $HOME)"),
+                )
+            } else {
+                (dir, format!("{what} {}", executable.display()))
+            };
+            profile.grant(path.to_path_buf(), Access::ReadExec, why);
         }
     }
     if let Some(tree) = npm_tree(&real) {
@@ -242,14 +267,8 @@ fn install_tree(
             Access::ReadExec,
             format!("{what} is in this npm package tree"),
         );
-        // The resolvers (bun's, node's) list the install root to find node_modules and read its
-        // package.json and bunfig.toml; a directory can only be granted with what is below it.
         if let Some(root) = tree.parent() {
-            profile.grant(
-                root.to_path_buf(),
-                Access::Read,
-                "the npm install's root: its resolver lists it and reads package.json".into(),
-            );
+            npm_root(root, host, profile);
         }
     }
     if let Some((venv, base)) = python_venv(&real) {
@@ -266,8 +285,8 @@ fn install_tree(
             );
         }
     }
-    let Some(resolved) =
-        interpreter(&real, path_var).with_context(|| format!("{what} ({})", real.display()))?
+    let Some(resolved) = interpreter(&real, host.path_var)
+        .with_context(|| format!("{what} ({})", real.display()))?
     else {
         return Ok(());
     };
@@ -277,7 +296,43 @@ fn install_tree(
             real.display()
         );
     }
-    install_tree(runtime, &resolved, path_var, profile, depth + 1)
+    install_tree(runtime, &resolved, host, profile, depth + 1)
+}
+
+/// The files the resolvers read in an npm install's root. (bun's and node's list the root to
+/// find node_modules and read its package.json and bunfig.toml; a directory can only be
+/// granted with what is below it.)
+const NPM_ROOT_FILES: &[&str] = &["package.json", "bunfig.toml"];
+
+/// Grants an npm install's root readable; one that is or holds the home (`cd ~ && npm install
+/// <cli>`) only listable, with its own files readable: the resolvers find node_modules, and no
+/// file of the home is read.
+fn npm_root(root: &Path, host: &Host, profile: &mut Profile) {
+    if !host.covers_home(root) {
+        profile.grant(
+            root.to_path_buf(),
+            Access::Read,
+            "the npm install's root: its resolver lists it and reads package.json".into(),
+        );
+        return;
+    }
+    profile.grant(
+        root.to_path_buf(),
+        Access::List,
+        "the npm install's root holds $HOME: listed (its resolver looks for node_modules), no \
+         file read"
+            .into(),
+    );
+    for name in NPM_ROOT_FILES {
+        let file = root.join(name);
+        if file.is_file() {
+            profile.grant(
+                file,
+                Access::Read,
+                "the npm install's root holds $HOME: its own files alone".into(),
+            );
+        }
+    }
 }
 
 /// The interpreter the kernel runs for `real` (a `#!` script), resolved as env(1) would;
@@ -489,7 +544,7 @@ mod tests {
                 "PATH",
                 &format!("{}:/usr/bin", modules.join(".bin").display()),
             ),
-            ("HOME", install.join("home").to_str().unwrap()),
+            ("HOME", root.path().join("home").to_str().unwrap()),
         ]);
         let profile = derive("omp", &Needs::NONE, &modules.join(".bin/omp"), &env).unwrap();
         let paths: Vec<(&Path, Access)> = profile

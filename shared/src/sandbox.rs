@@ -69,6 +69,15 @@ pub const EXIT_CANNOT_ENFORCE: u8 = 3;
 /// moot-sandbox's flags (the binary flattens them into its command line).
 #[derive(Debug, clap::Args)]
 pub struct SandboxArgs {
+    /// Allow listing the directories under PATH, and nothing more: no file there is read
+    /// (absolute; repeatable).
+    #[arg(long, value_name = "PATH")]
+    pub ls: Vec<PathBuf>,
+
+    /// Like --ls, but PATH may be absent.
+    #[arg(long, value_name = "PATH")]
+    pub ls_try: Vec<PathBuf>,
+
     /// Allow reading files and listing directories under PATH (absolute; repeatable).
     #[arg(long, value_name = "PATH")]
     pub ro: Vec<PathBuf>,
@@ -491,6 +500,8 @@ fn exec_failure(program: &Path, error: std::io::Error, other_user: bool) -> Refu
 /// What a path grants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Grant {
+    /// List directories only.
+    List,
     /// Read files, list directories.
     Read,
     /// Read, and execute files.
@@ -506,6 +517,7 @@ pub enum Grant {
 impl Grant {
     fn access(self) -> BitFlags<AccessFs> {
         match self {
+            Grant::List => BitFlags::from(AccessFs::ReadDir),
             Grant::Read => AccessFs::from_read(TARGET_ABI) & !AccessFs::Execute,
             Grant::ReadExec => AccessFs::from_read(TARGET_ABI),
             Grant::ReadWrite => {
@@ -574,6 +586,8 @@ impl Policy {
             Grant::ReadWrite
         };
         let asked = [
+            ("--ls", &args.ls, Grant::List, false),
+            ("--ls-try", &args.ls_try, Grant::List, true),
             ("--ro", &args.ro, Grant::Read, false),
             ("--rx", &args.rx, Grant::ReadExec, false),
             ("--rw", &args.rw, rw, false),
@@ -634,6 +648,7 @@ impl Policy {
             self.paths.push(PathRule {
                 path: grant.path.clone(),
                 grant: match grant.access {
+                    crate::model::Access::List => Grant::List,
                     crate::model::Access::Read => Grant::Read,
                     crate::model::Access::ReadExec => Grant::ReadExec,
                     crate::model::Access::ReadWrite => Grant::ReadWrite,

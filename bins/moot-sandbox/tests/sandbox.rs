@@ -1129,3 +1129,50 @@ fn a_profile_derives_the_install_tree_and_a_denial_names_the_missing_grant() {
         stdout(&printed)
     );
 }
+
+/// `cd ~ && npm install <cli>`: the install's root is the home. The profile grants the package
+/// tree and the root's own package.json, never the home: the CLI runs, and `~/.ssh` stays out of
+/// reach.
+#[test]
+fn an_npm_install_in_the_home_does_not_grant_the_home() {
+    if !kernel_has(1, "an_npm_install_in_the_home_does_not_grant_the_home") {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let root_path = fs::canonicalize(root.path()).unwrap();
+    let (modules, path) = npm_install(&root_path);
+    let home = modules.parent().unwrap().to_path_buf();
+    fs::write(home.join("package.json"), "{}").unwrap();
+    fs::create_dir(home.join(".ssh")).unwrap();
+    fs::write(home.join(".ssh/id_ed25519"), "PRIVATE KEY").unwrap();
+    write_with_mode(
+        modules.join("fakebun/bin/fakebun"),
+        "#!/bin/sh\nhead -c 1 \"$1\" >/dev/null && head -c 1 \"$HOME/package.json\" >/dev/null && \
+         echo ran\ncat \"$HOME/.ssh/id_ed25519\" 2>/dev/null || echo denied\n",
+        0o755,
+    );
+    let run = |flags: &[&str]| {
+        Command::new(BIN)
+            .args(flags)
+            .args(["--", "tool"])
+            .env("PATH", &path)
+            .env("HOME", &home)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let profiled = run(&["--profile", "pi"]);
+    assert_eq!(stdout(&profiled), "ran\ndenied\n", "{}", stderr(&profiled));
+    let printed = stdout(&run(&["--profile", "pi", "--print-profile"]));
+    assert!(
+        printed.contains(&format!("--ro {}\t", home.join("package.json").display())),
+        "{printed}"
+    );
+    for line in printed.lines() {
+        let granted = line.split('\t').next().unwrap();
+        assert!(
+            !granted.ends_with(&format!(" {}", home.display())),
+            "the home is granted: {line}"
+        );
+    }
+}

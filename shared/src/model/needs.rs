@@ -1,9 +1,11 @@
 //! What a runtime's real CLI needs in a sandbox besides its install tree, as its record
 //! declares it. src/profile.rs turns these declarations into grants on a given machine.
 
-/// How a place is granted.
+/// How a place is granted, narrowest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Access {
+    /// List directories, read no file (an npm install root that holds the home).
+    List,
     Read,
     ReadExec,
     ReadWrite,
@@ -13,6 +15,8 @@ impl Access {
     /// The moot-sandbox flag that grants it.
     pub fn flag(self, optional: bool) -> &'static str {
         match (self, optional) {
+            (Access::List, false) => "--ls",
+            (Access::List, true) => "--ls-try",
             (Access::Read, false) => "--ro",
             (Access::ReadExec, false) => "--rx",
             (Access::ReadWrite, false) => "--rw",
