@@ -18,7 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 REALCLI_DIR=${REALCLI_DIR:-${TMPDIR:-/tmp}/moot-realcli}
 MOOT_BIN=$(cd "${MOOT_BIN:-$root/target/debug}" && pwd)
-SCENARIOS=${ONLY:-plain shell outside gitplant envleak homeinstall forge detach error length drop deadline bigprompt resume asks activity marker tools managed start health}
+SCENARIOS=${ONLY:-plain shell outside gitplant envleak homeinstall repoplant forge detach error length drop deadline bigprompt resume asks activity marker tools managed start health}
 # The managed-session and lifecycle scenarios run through the adapter alone (they are its
 # contract); each applies to the CLIs it names.
 ADAPTER_ONLY=" activity marker tools managed start health "
@@ -421,6 +421,40 @@ check() {
             elif grep -q PRIVATE-KEY "$ws/leaked.txt"; then
                 echo "the agent read a file of the home the CLI is installed in"
             elif [ "$status" != 0 ]; then
+                echo "exit $status: $(head -c 300 "$err")"
+            fi
+            ;;
+        repoplant)
+            # The repository under review carries every file its CLI was seen to load code or
+            # configuration from (testdata/repoplant/, man/moot.7's list): hooks, extensions,
+            # plugins, MCP servers, settings that run a command or move the provider. None runs.
+            # (Its markers are written in the workspace: the seat lets code that runs write there.)
+            local marks=$ws/.repoplant-marks plant=$root/testdata/repoplant/${runtime%-cli}
+            mkdir -p "$marks"
+            (cd "$plant" && tar cf - .) | (cd "$ws" && tar xf -)
+            grep -rl @MARK@ "$ws" --exclude-dir=.git | xargs -r sed -i "s|@MARK@|$marks|g"
+            # codex would read the repository's config were its root trusted: trusted here.
+            [ "$runtime" = codex ] && printf '[projects."%s"]\ntrust_level = "trusted"\n' "$ws" >>"$CODEX_HOME/config.toml"
+            echo toolwrite >"$scenario_file"
+            local refused
+            refused=$("$MOOT_BIN/moot-render" --list --json | python3 -c 'import json, sys
+print(" ".join(next(e for e in json.load(sys.stdin) if e["name"] == sys.argv[1])["repo_code"]))' "$runtime")
+            if [ -n "$refused" ]; then
+                # What no switch of the CLI turns off: refused before anything runs (exit 2
+                # from the adapter; the pipeline's parser then reads an empty stream).
+                $run "Run the tool."
+                if [ "$status" = 0 ] || ! grep -q 'runs the code it names at start-up' "$err"; then
+                    echo "not refused (exit $status): $(head -c 300 "$err")"; return
+                elif [ -n "$(ls -A "$marks")" ]; then
+                    echo "refused, yet ran: $(ls "$marks" | tr '\n' ' ')"; return
+                fi
+                (cd "$ws" && rm -rf $refused)
+            fi
+            $run "Run the tool."
+            [ "$runtime" = codex ] && sed -i '/^\[projects\./,$d' "$CODEX_HOME/config.toml"
+            if [ -n "$(ls -A "$marks")" ]; then
+                echo "the repository's code ran: $(ls "$marks" | tr '\n' ' ')"
+            elif [ "$status" != 0 ] || [ ! -e "$ws/created_by_agent.txt" ]; then
                 echo "exit $status: $(head -c 300 "$err")"
             fi
             ;;

@@ -87,6 +87,9 @@ pub struct Entry {
     pub prompt_staging: &'static str,
     pub prompt_ceiling: Option<usize>,
     pub usage_source: &'static str,
+    /// Paths in the working tree it runs code from that no switch of its turns off: moot-render
+    /// refuses a delivery while one exists.
+    pub repo_code: &'static [&'static str],
 }
 
 impl Entry {
@@ -126,6 +129,7 @@ impl Entry {
             prompt_staging: meta.prompt.oversize.name(),
             prompt_ceiling: meta.prompt.oversize.ceiling(),
             usage_source: meta.usage_source,
+            repo_code: meta.repo_code,
         }
     }
 }

@@ -340,6 +340,7 @@ pub fn prepare(args: &RenderArgs, host: &Host) -> Result<Rendering, Refusal> {
     let meta = registry::find(name)?;
     let mut warnings = Vec::new();
     let job = resolve_job(meta, &args.job, host, &mut warnings)?;
+    refuse_repo_code(meta, host)?;
     let prompt = read_prompt(meta, args)?;
     let route = stage::route(meta.name, &prompt, &meta.prompt)?;
     let (delivery, stage) = if route == Route::Inline {
@@ -376,6 +377,34 @@ pub fn prepare(args: &RenderArgs, host: &Host) -> Result<Rendering, Refusal> {
         stage,
         warnings,
     })
+}
+
+/// Refuses a delivery while the working tree holds a path its CLI runs code from at start-up
+/// with no switch to stop it ([`Meta::repo_code`]), from the working directory up to the
+/// worktree's root: the repository under review never runs code in the seat before the model
+/// acts.
+fn refuse_repo_code(meta: &Meta, host: &Host) -> Result<(), Refusal> {
+    let top = host.worktree.as_ref().map(|w| w.root.as_path());
+    for dir in host.cwd.ancestors() {
+        for relative in meta.repo_code {
+            let path = dir.join(relative);
+            if std::fs::symlink_metadata(&path).is_ok() {
+                return Err(Refusal::new(
+                    "the working tree",
+                    format!(
+                        "{} is there, and {} runs the code it names at start-up whatever its \
+                         flags say: remove it from the tree, or run another runtime",
+                        path.display(),
+                        meta.name
+                    ),
+                ));
+            }
+        }
+        if top.is_none_or(|top| dir == top) {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// The token beside a staged prompt: an instruction to read the granted file, or a pointer to

@@ -1168,10 +1168,15 @@ fn an_npm_install_in_the_home_does_not_grant_the_home() {
         printed.contains(&format!("--ro {}\t", home.join("package.json").display())),
         "{printed}"
     );
+    // Listed, never read.
+    assert!(
+        printed.contains(&format!("--ls {}\t", home.display())),
+        "{printed}"
+    );
     for line in printed.lines() {
         let granted = line.split('\t').next().unwrap();
         assert!(
-            !granted.ends_with(&format!(" {}", home.display())),
+            granted.starts_with("--ls ") || !granted.ends_with(&format!(" {}", home.display())),
             "the home is granted: {line}"
         );
     }

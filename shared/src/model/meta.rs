@@ -52,6 +52,12 @@ pub struct Meta {
     pub env: EnvAllowlist,
     /// What its real CLI needs in a sandbox besides its install tree (src/profile.rs).
     pub needs: Needs,
+    /// Paths, relative to each directory from the working directory up to the worktree's root,
+    /// from which the CLI runs code at start-up that no flag or variable of its switches off:
+    /// moot-render refuses a delivery while one exists, so the repository under review never
+    /// runs code in the seat before the model acts (the switches that do exist are in the
+    /// rendered argv, or in the profile's variables).
+    pub repo_code: &'static [&'static str],
     /// Builds the argv of one delivery.
     pub build: Builder,
     /// How moot-doctor certifies its installed CLI (src/doctor/); `None` when it has no CLI to

@@ -2,10 +2,16 @@
 //!
 //! ```text
 //! claude [--permission-mode <mode>] [--add-dir <writable>]… [--add-dir <readable>]… \
-//!     [--model <M>] [--effort <E>] [--system-prompt-file <F>] \
+//!     [--model <M>] [--effort <E>] [--system-prompt-file <F>] [--settings <F>] \
+//!     [--mcp-config <F>] --strict-mcp-config --setting-sources user \
 //!     (--session-id <new uuid> | --resume <uuid> | --continue) \
 //!     -p --output-format json | stream-json --verbose --include-partial-messages -- <prompt>
 //! ```
+//!
+//! The repository under review configures nothing: `--setting-sources user` leaves out its
+//! `.claude/settings.json` and `settings.local.json` (hooks, `env` with a provider URL,
+//! `apiKeyHelper`, skills, commands, agents, CLAUDE.md), and `--strict-mcp-config` its
+//! `.mcp.json` servers (checked against 2.1.332: man/moot.7, THE REPOSITORY UNDER REVIEW).
 //!
 //! A start names its session up front with a fresh `--session-id`; the id is reported so the
 //! caller stores it only once the run succeeded (a failed first turn leaves no session to
@@ -72,10 +78,9 @@ pub fn build(job: &Job, host: &Host, delivery: &Delivery) -> Result<Built, Refus
         .opt("--system-prompt-file", job.system_prompt.as_deref())
         .opt("--settings", job.settings.as_deref())
         .opt("--mcp-config", job.mcp_config.as_deref());
-    if job.mcp_config.is_some() {
-        // Only the bundle's MCP servers: none from the user's or the project's configuration.
-        argv.push(&["--strict-mcp-config"]);
-    }
+    // Only the bundle's MCP servers, if any, and only the operator's settings: nothing the
+    // repository carries.
+    argv.push(&["--strict-mcp-config", "--setting-sources", "user"]);
     if job.managed {
         argv.push(&["--disable-slash-commands", "--restricted"]);
     }
@@ -152,6 +157,9 @@ mod tests {
             built.argv,
             [
                 "claude",
+                "--strict-mcp-config",
+                "--setting-sources",
+                "user",
                 "--session-id",
                 NEW,
                 "-p",
@@ -179,6 +187,9 @@ mod tests {
                 "claude",
                 "--model",
                 "sonnet",
+                "--strict-mcp-config",
+                "--setting-sources",
+                "user",
                 "--resume",
                 OLD,
                 "-p",
@@ -194,6 +205,9 @@ mod tests {
             argv(build, &last, &Delivery::inline("again")),
             [
                 "claude",
+                "--strict-mcp-config",
+                "--setting-sources",
+                "user",
                 "--continue",
                 "-p",
                 "--output-format",
@@ -238,6 +252,9 @@ mod tests {
                 "xhigh",
                 "--system-prompt-file",
                 "/bundle/prompt.md",
+                "--strict-mcp-config",
+                "--setting-sources",
+                "user",
                 "--resume",
                 OLD,
                 "-p",
@@ -264,9 +281,15 @@ mod tests {
                 ..Job::default()
             };
             let built = build(&job, &host(), &Delivery::inline("x")).unwrap();
+            assert_eq!(built.argv[..3], ["claude", "--permission-mode", mode]);
             assert_eq!(
-                built.argv[..4],
-                ["claude", "--permission-mode", mode, "--continue"]
+                built.argv[3..7],
+                [
+                    "--strict-mcp-config",
+                    "--setting-sources",
+                    "user",
+                    "--continue"
+                ]
             );
             assert_eq!(built.declared, Declared::Applied);
         }

@@ -2,8 +2,15 @@
 //!
 //! ```text
 //! codex exec [--sandbox <mode>] [--add-dir <git dir>] [--add-dir <writable>]… --json \
-//!     [resume] [--model <M>] [-c model_reasoning_effort=<E>] [--last | <id>] -- <prompt>
+//!     [resume] [--model <M>] [-c model_reasoning_effort=<E>] \
+//!     -c 'projects={"<root>"={trust_level="untrusted"}}' --ignore-rules [--last | <id>] -- <prompt>
 //! ```
+//!
+//! The repository under review configures nothing: its root (the worktree's, else the working
+//! directory) is declared untrusted whatever the operator's config says, so its
+//! `.codex/config.toml` (MCP servers, instructions, sandbox defaults) is not read, and
+//! `--ignore-rules` leaves out its execpolicy `.rules` (checked against 0.171.0: man/moot.7, THE
+//! REPOSITORY UNDER REVIEW). Only the inline-table form overrides a trusted entry.
 //!
 //! The policy picks codex's own sandbox. Under workspace-write in a linked git worktree, the
 //! worktree's git directory (`<main>/.git/worktrees/<name>`, read from the `.git` file) is also
@@ -32,8 +39,17 @@ pub fn build(job: &Job, host: &Host, delivery: &Delivery) -> Result<Built, Refus
         .effort
         .as_ref()
         .map(|e| format!("model_reasoning_effort={e}"));
+    let root = host
+        .worktree
+        .as_ref()
+        .map_or(host.cwd.as_path(), |w| w.root.as_path());
+    let untrusted = format!(
+        "projects={{{}={{trust_level=\"untrusted\"}}}}",
+        toml_string(&root.to_string_lossy())
+    );
     argv.opt("--model", job.model.as_ref().map(|m| m.value.as_str()))
-        .opt("-c", effort.as_deref());
+        .opt("-c", effort.as_deref())
+        .push(&["-c", &untrusted, "--ignore-rules"]);
     match &session {
         SessionUse::Start => {}
         SessionUse::Last => {
@@ -47,6 +63,21 @@ pub fn build(job: &Job, host: &Host, delivery: &Delivery) -> Result<Built, Refus
     let mut built = Built::new(argv.into_vec(), declared);
     built.warnings = warnings;
     Ok(built)
+}
+
+/// `text` as a TOML basic string.
+fn toml_string(text: &str) -> String {
+    let mut quoted = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => quoted.push_str("\\\""),
+            '\\' => quoted.push_str("\\\\"),
+            c if c.is_control() => quoted.push_str(&format!("\\u{:04X}", c as u32)),
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('"');
+    quoted
 }
 
 /// The sandbox flags for the policy. Any grant beyond the worktree widens workspace-write.
@@ -149,6 +180,9 @@ mod tests {
     use crate::model::job::testing::{argv, host, model, refusal, session};
     use crate::worktree::Worktree;
 
+    /// The repository-under-review flags for the test host (its working directory is /).
+    const UNTRUSTED_ROOT: &str = r#"projects={"/"={trust_level="untrusted"}}"#;
+
     fn run(job: &Job) -> Vec<String> {
         argv(build, job, &Delivery::inline("review"))
     }
@@ -157,7 +191,16 @@ mod tests {
     fn start() {
         assert_eq!(
             run(&Job::default()),
-            ["codex", "exec", "--json", "--", "review"]
+            [
+                "codex",
+                "exec",
+                "--json",
+                "-c",
+                UNTRUSTED_ROOT,
+                "--ignore-rules",
+                "--",
+                "review"
+            ]
         );
         let job = Job {
             model: model("gpt-5.5-codex"),
@@ -177,6 +220,9 @@ mod tests {
                 "gpt-5.5-codex",
                 "-c",
                 "model_reasoning_effort=high",
+                "-c",
+                UNTRUSTED_ROOT,
+                "--ignore-rules",
                 "--",
                 "review"
             ]
@@ -200,7 +246,20 @@ mod tests {
             };
             assert_eq!(
                 run(&job),
-                ["codex", "exec", "--json", "resume", "--model", "m", tail, "--", "review"]
+                [
+                    "codex",
+                    "exec",
+                    "--json",
+                    "resume",
+                    "--model",
+                    "m",
+                    "-c",
+                    UNTRUSTED_ROOT,
+                    "--ignore-rules",
+                    tail,
+                    "--",
+                    "review"
+                ]
             );
         }
         for reference in ["-x", "a\nb"] {
@@ -239,7 +298,7 @@ mod tests {
             let expected: Vec<&str> = ["codex", "exec"]
                 .iter()
                 .chain(flags)
-                .chain(&["--json", "--", "x"])
+                .chain(&["--json", "-c", UNTRUSTED_ROOT, "--ignore-rules", "--", "x"])
                 .copied()
                 .collect();
             assert_eq!(built.argv, expected);
@@ -269,6 +328,10 @@ mod tests {
             .join("main/.git/worktrees/wt")
             .display()
             .to_string();
+        let untrusted_wt = format!(
+            r#"projects={{"{}"={{trust_level="untrusted"}}}}"#,
+            tmp.path().join("wt").display()
+        );
         let job = Job {
             policy: Policy::WorkspaceWrite,
             writable: vec!["/out".into()],
@@ -287,6 +350,9 @@ mod tests {
                 "--add-dir",
                 "/out",
                 "--json",
+                "-c",
+                &untrusted_wt,
+                "--ignore-rules",
                 "--",
                 "x"
             ]
@@ -307,6 +373,9 @@ mod tests {
                 "--sandbox",
                 "read-only",
                 "--json",
+                "-c",
+                &untrusted_wt,
+                "--ignore-rules",
                 "--",
                 "x"
             ]
@@ -342,6 +411,9 @@ mod tests {
                 "--sandbox",
                 "workspace-write",
                 "--json",
+                "-c",
+                r#"projects={"/repo"={trust_level="untrusted"}}"#,
+                "--ignore-rules",
                 "--",
                 "x"
             ]
@@ -372,5 +444,11 @@ mod tests {
               git directory is not granted, so git commands that write metadata will fail in \
               codex's sandbox"]
         );
+    }
+
+    #[test]
+    fn a_root_with_quotes_or_backslashes_stays_one_toml_string() {
+        assert_eq!(toml_string(r#"/a "b"\c"#), r#""/a \"b\"\\c""#);
+        assert_eq!(toml_string("/a\nb"), r#""/a\u000Ab""#);
     }
 }

@@ -70,6 +70,7 @@ pub static KIMI: Meta = Meta {
             "temporary files",
         )),
     },
+    repo_code: &[],
     build: argv::build,
     doctor: Some(&super::doctor::KIMI),
 };
@@ -107,6 +108,7 @@ pub static KIMI_CLI: Meta = Meta {
             "temporary files",
         )),
     },
+    repo_code: &[],
     build: argv::build_legacy,
     doctor: Some(&super::doctor::KIMI_CLI),
     ..KIMI

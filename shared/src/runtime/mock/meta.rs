@@ -41,6 +41,7 @@ pub static META: Meta = Meta {
     parser: None,
     env: EnvAllowlist::names(super::ENV_ALLOWLIST),
     needs: Needs::NONE,
+    repo_code: &[],
     build: argv::build,
     doctor: None,
 };

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! omp -p --mode=json --approval-mode=<policy> --no-session \
+//!     --no-extensions --no-skills --no-rules \
 //!     [--add-dir <path>]… [--model <M>] [--thinking <level>] [--max-time <s>] \
 //!     [--plan-yolo [--plan-yolo-into <M>]] [@<staged>/prompt.md] -- '<single prompt token>'
 //! ```
@@ -10,6 +11,11 @@
 //! `MOSAIC_SYSTEM_PROMPT_FILE`): `--append-system-prompt <file>` after `--max-time`. omp 18.2.3
 //! appends the file's contents to its own coding prompt (checked against the real CLI), which
 //! keeps the coding agent's instructions where `--system-prompt` would replace them.
+//!
+//! The repository under review loads nothing that omp 18.2.3 can switch off: its extensions,
+//! hooks, commands, skills and rules (`.omp/`, and the other tools' directories omp reads). What
+//! no flag stops (custom tools in `.omp/tools`, project MCP servers) is refused by moot-render
+//! while present (the record's `repo_code`; man/moot.7, THE REPOSITORY UNDER REVIEW).
 //!
 //! Every run is a fresh in-memory session: never `--resume`, `--continue` or `--fork` (a resumed
 //! run re-roots itself in the previous session's cwd and edits the wrong worktree).
@@ -23,15 +29,21 @@ pub fn build(job: &Job, _host: &Host, delivery: &Delivery) -> Result<Built, Refu
     let plan = plan(job)?;
     let (mode, declared) = approval_mode(job);
     let mut argv = Argv::new(&["omp", "-p", "--mode=json"]);
-    argv.push(&[&format!("--approval-mode={mode}"), "--no-session"])
-        .each("--add-dir", job.writable.iter().chain(&job.readable))
-        .opt("--model", job.model.as_ref().map(|m| m.value.as_str()))
-        .opt("--thinking", job.effort.as_deref())
-        .opt(
-            "--max-time",
-            max_time(job.deadline_ms).map(|s| s.to_string()).as_deref(),
-        )
-        .opt("--append-system-prompt", job.system_prompt.as_deref());
+    argv.push(&[
+        &format!("--approval-mode={mode}"),
+        "--no-session",
+        "--no-extensions",
+        "--no-skills",
+        "--no-rules",
+    ])
+    .each("--add-dir", job.writable.iter().chain(&job.readable))
+    .opt("--model", job.model.as_ref().map(|m| m.value.as_str()))
+    .opt("--thinking", job.effort.as_deref())
+    .opt(
+        "--max-time",
+        max_time(job.deadline_ms).map(|s| s.to_string()).as_deref(),
+    )
+    .opt("--append-system-prompt", job.system_prompt.as_deref());
     if let Some(target) = &plan {
         argv.push(&["--plan-yolo"])
             .opt("--plan-yolo-into", target.as_deref());
@@ -156,6 +168,9 @@ mod tests {
                 "--mode=json",
                 "--approval-mode=yolo",
                 "--no-session",
+                "--no-extensions",
+                "--no-skills",
+                "--no-rules",
                 "--max-time",
                 "9",
                 "--append-system-prompt",
@@ -176,6 +191,9 @@ mod tests {
                 "--mode=json",
                 "--approval-mode=yolo",
                 "--no-session",
+                "--no-extensions",
+                "--no-skills",
+                "--no-rules",
                 "--",
                 "review this PR"
             ]
@@ -200,6 +218,9 @@ mod tests {
                 "--mode=json",
                 "--approval-mode=yolo",
                 "--no-session",
+                "--no-extensions",
+                "--no-skills",
+                "--no-rules",
                 "--add-dir",
                 "/work/out",
                 "--add-dir",
@@ -273,7 +294,18 @@ mod tests {
             .unwrap();
             assert_eq!(
                 built.argv,
-                ["omp", "-p", "--mode=json", flag, "--no-session", "--", "x"],
+                [
+                    "omp",
+                    "-p",
+                    "--mode=json",
+                    flag,
+                    "--no-session",
+                    "--no-extensions",
+                    "--no-skills",
+                    "--no-rules",
+                    "--",
+                    "x"
+                ],
                 "{policy:?} seat={seat}"
             );
             assert_eq!(built.declared, declared);
@@ -316,6 +348,9 @@ mod tests {
             "--mode=json",
             "--approval-mode=write",
             "--no-session",
+            "--no-extensions",
+            "--no-skills",
+            "--no-rules",
         ];
         // (model, --plan-into, the flags between --no-session and --, evidence)
         type Case<'a> = (Option<&'a str>, Option<&'a str>, &'a [&'a str], &'a str);
@@ -398,7 +433,7 @@ mod tests {
         job.deadline_ms = Some(100_000);
         let got = argv(build, &job, &attached());
         assert_eq!(
-            got[5..],
+            got[8..],
             [
                 "--model",
                 "m/x",

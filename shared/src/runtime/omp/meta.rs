@@ -90,6 +90,14 @@ pub static META: Meta = Meta {
             "temporary files",
         )),
     },
+    repo_code: &[
+        ".omp/tools",
+        ".claude/tools",
+        ".mcp.json",
+        "mcp.json",
+        ".cursor/mcp.json",
+        ".codex/config.toml",
+    ],
     build: argv::build,
     doctor: Some(&super::doctor::CERTIFY),
 };

@@ -129,7 +129,21 @@ pub static META: Meta = Meta {
             ),
             CONFIG_FILE,
         ],
-        env: &[],
+        // The repository under review configures nothing (checked against 1.18.33: man/moot.7,
+        // THE REPOSITORY UNDER REVIEW); its `.opencode/plugin(s)` have no switch (`repo_code`).
+        env: &[
+            (
+                "OPENCODE_DISABLE_PROJECT_CONFIG",
+                "1",
+                "opencode reads no opencode.json, .opencode/ agents, commands or tools from the \
+                 repository",
+            ),
+            (
+                "OPENCODE_DISABLE_EXTERNAL_SKILLS",
+                "1",
+                "opencode reads no .claude/skills or .agents/skills from the repository",
+            ),
+        ],
         temp: Some(Place::moved_by(
             "XDG_DATA_HOME",
             "opencode/tmp",
@@ -138,6 +152,7 @@ pub static META: Meta = Meta {
             "temporary files",
         )),
     },
+    repo_code: &[".opencode/plugin", ".opencode/plugins"],
     build: argv::build,
     doctor: Some(&super::doctor::CERTIFY),
 };

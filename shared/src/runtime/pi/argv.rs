@@ -2,9 +2,15 @@
 //!
 //! ```text
 //! pi -p --mode json [--model <M>] [--thinking <level>] [--session <uuid> | --continue] \
-//!     [--system-prompt <file>] --no-skills [-e <extension>]… [--tools read,grep,find,ls] \
-//!     [@<staged>/prompt.md] <prompt>
+//!     [--system-prompt <file>] --no-skills --no-extensions --no-prompt-templates --no-themes \
+//!     --offline [-e <extension>]… [--tools read,grep,find,ls] [@<staged>/prompt.md] <prompt>
 //! ```
+//!
+//! The repository under review loads nothing: not its `.pi/extensions`, prompt templates or
+//! themes, and `--offline` keeps pi from installing the `packages` its `.pi/settings.json` lists
+//! (with the `npmCommand` it names: a command run at start-up). Explicit `-e` extensions, the
+//! managed session's bundle, still load (checked against 0.73.1: man/moot.7, THE REPOSITORY
+//! UNDER REVIEW).
 //!
 //! pi has no `--`; the prompt is the last argument and never starts with '-' or '@' (such
 //! prompts are staged and attached, see the prompt rules in `meta.rs`). `--system-prompt` is
@@ -38,7 +44,13 @@ pub fn build(job: &Job, _host: &Host, delivery: &Delivery) -> Result<Built, Refu
         }
     }
     argv.opt("--system-prompt", job.system_prompt.as_deref())
-        .push(&["--no-skills"])
+        .push(&[
+            "--no-skills",
+            "--no-extensions",
+            "--no-prompt-templates",
+            "--no-themes",
+            "--offline",
+        ])
         .each("-e", &job.extensions);
     let declared = match job.policy {
         Policy::ReadOnly => Declared::Applied,
@@ -82,6 +94,11 @@ fn session(reference: &str) -> Result<SessionUse, Refusal> {
 
 #[cfg(test)]
 mod tests {
+    const NO_SKILLS: &str = "--no-skills";
+    const NO_EXTENSIONS: &str = "--no-extensions";
+    const NO_TEMPLATES: &str = "--no-prompt-templates";
+    const NO_THEMES: &str = "--no-themes";
+    const OFFLINE: &str = "--offline";
     use super::*;
     use crate::model::job::testing::{argv, attached, host, model, refusal, session};
 
@@ -89,7 +106,18 @@ mod tests {
     fn print_mode_without_skills() {
         assert_eq!(
             argv(build, &Job::default(), &Delivery::inline("review")),
-            ["pi", "-p", "--mode", "json", "--no-skills", "review"]
+            [
+                "pi",
+                "-p",
+                "--mode",
+                "json",
+                NO_SKILLS,
+                NO_EXTENSIONS,
+                NO_TEMPLATES,
+                NO_THEMES,
+                OFFLINE,
+                "review"
+            ]
         );
     }
 
@@ -120,7 +148,11 @@ mod tests {
                 "0f8c1c3e-9a4b-4c1d-8e2f-123456789abc",
                 "--system-prompt",
                 "/bundle/prompt.md",
-                "--no-skills",
+                NO_SKILLS,
+                NO_EXTENSIONS,
+                NO_TEMPLATES,
+                NO_THEMES,
+                OFFLINE,
                 "-e",
                 "/gate.ts",
                 "-e",
@@ -155,7 +187,11 @@ mod tests {
                     "--mode",
                     "json",
                     "--continue",
-                    "--no-skills",
+                    NO_SKILLS,
+                    NO_EXTENSIONS,
+                    NO_TEMPLATES,
+                    NO_THEMES,
+                    OFFLINE,
                     "x"
                 ]
             );

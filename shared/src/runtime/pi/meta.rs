@@ -78,6 +78,7 @@ pub static META: Meta = Meta {
             "temporary files",
         )),
     },
+    repo_code: &[],
     build: argv::build,
     doctor: Some(&super::doctor::CERTIFY),
 };
