@@ -32,23 +32,20 @@ trait PlaceOnHost {
 impl PlaceOnHost for Place {
     /// Where it is in `env`, and what decided it; `None` when it has no location there.
     fn locate(&self, env: &Env) -> Option<(PathBuf, String)> {
-        let uid = nix::unistd::getuid().as_raw().to_string();
-        let with_uid = |text: &str| text.replace("{uid}", &uid);
         if let Some(var) = self.var {
             if let Some(value) = env.get(var).filter(|v| !v.is_empty()) {
                 let mut path = PathBuf::from(value);
                 if !self.below_var.is_empty() {
-                    path.push(with_uid(self.below_var));
+                    path.push(self.below_var);
                 }
                 return Some((path, format!("${var}")));
             }
         }
-        if let Some(below) = self.below_home {
-            let home = env.get("HOME").filter(|h| !h.is_empty())?;
-            return Some((PathBuf::from(home).join(below), "$HOME".to_string()));
-        }
-        self.fixed
-            .map(|fixed| (PathBuf::from(with_uid(fixed)), "its default".to_string()))
+        let home = env.get("HOME").filter(|h| !h.is_empty())?;
+        Some((
+            PathBuf::from(home).join(self.below_home?),
+            "$HOME".to_string(),
+        ))
     }
 
     /// Makes a directory place that is absent (and whose parent exists), private, so the CLI
@@ -632,5 +629,38 @@ mod tests {
         let profile = derive("tool", &NEEDS, &program, &proxied).unwrap();
         let ports: Vec<u16> = profile.connect.iter().map(|(p, _)| *p).collect();
         assert_eq!(ports, [443, 3128]);
+    }
+
+    /// claude's temporary directory is its private one: never the shared /tmp/claude-<uid>,
+    /// which another user can create first; only where the operator moved it.
+    #[test]
+    fn claude_is_never_granted_a_shared_temporary_directory() {
+        let root = tempfile::tempdir().unwrap();
+        let home = root.path().join("home");
+        fs::create_dir_all(home.join(".claude")).unwrap();
+        let program = root.path().join("bin/claude");
+        executable(&program, "\x7fELF");
+        let needs = &crate::registry::find("claude").unwrap().needs;
+        let env = Env::from_pairs(&[("HOME", home.to_str().unwrap())]);
+        let profile = derive("claude", needs, &program, &env).unwrap();
+        assert!(
+            !profile
+                .grants
+                .iter()
+                .any(|g| g.path.to_string_lossy().starts_with("/tmp/claude-")),
+            "{profile}"
+        );
+        let tmpdir = profile.env.iter().find(|(name, _, _)| name == "TMPDIR");
+        assert_eq!(
+            tmpdir.map(|(_, value, _)| PathBuf::from(value)),
+            Some(home.join(".claude/tmp"))
+        );
+        let moved = root.path().join("claude-tmp");
+        let env = Env::from_pairs(&[
+            ("HOME", home.to_str().unwrap()),
+            ("CLAUDE_CODE_TMPDIR", moved.to_str().unwrap()),
+        ]);
+        let profile = derive("claude", needs, &program, &env).unwrap();
+        assert!(profile.grants.iter().any(|g| g.path == moved), "{profile}");
     }
 }

@@ -37,8 +37,6 @@ pub struct Place {
     pub below_var: &'static str,
     /// The path below `$HOME` when the variable is unset; `None`: nothing without it.
     pub below_home: Option<&'static str>,
-    /// An absolute path, when the place is neither (claude's `/tmp/claude-{uid}`).
-    pub fixed: Option<&'static str>,
     pub access: Access,
     /// A directory the CLI creates on first use: created (0700) when absent and writable, so
     /// that the CLI finds it inside the sandbox. A file is only granted when present.
@@ -53,7 +51,6 @@ impl Place {
             var: None,
             below_var: "",
             below_home: Some(below_home),
-            fixed: None,
             access,
             dir: true,
             why,
@@ -80,7 +77,6 @@ impl Place {
             var: Some(var),
             below_var,
             below_home: Some(below_home),
-            fixed: None,
             access,
             dir: true,
             why,

@@ -18,7 +18,7 @@ pub static CERTIFY: Certify = Certify {
 
 /// Claude Code takes its provider from the environment alone: the origin, a dummy key, no
 /// telemetry or updater traffic, and one quick retry. Its temporary directory is moved into the
-/// private HOME (by default it is the shared `/tmp/claude-<uid>`), so it goes with the HOME.
+/// private HOME (by default it is `$TMPDIR/claude-<uid>`), so it goes with the HOME.
 fn fake_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
     let temp = home.join("claude-tmp");
     std::fs::create_dir(&temp)?;

@@ -64,11 +64,15 @@ pub static META: Meta = Meta {
                 "config and sessions",
             ),
             Place::home_file(".claude.json", Access::ReadWrite, "settings file"),
+            // Only where the operator moved it: by default claude keeps its claude-<uid>
+            // directory in $TMPDIR, which the profile points at the private temporary
+            // directory below. (The shared /tmp/claude-<uid> is never granted: another user can
+            // create it first, or plant a link there, and the operator's own unconfined
+            // sessions live in it.)
             Place {
                 var: Some("CLAUDE_CODE_TMPDIR"),
                 below_var: "",
                 below_home: None,
-                fixed: Some("/tmp/claude-{uid}"),
                 access: Access::ReadWrite,
                 dir: true,
                 why: "temporary directory",
