@@ -147,7 +147,7 @@ fn nothing_belongs_to_an_unregistered_runtime() {
     for entry in fs::read_dir(root().join("testdata")).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if path.is_dir() && name != "adversarial" && name != "requests" {
+        if path.is_dir() && !["adversarial", "requests", "repoplant"].contains(&name.as_str()) {
             assert!(
                 dialects.contains(name.as_str()),
                 "testdata/{name}: no runtime"
@@ -164,6 +164,13 @@ fn nothing_belongs_to_an_unregistered_runtime() {
             );
         }
     }
+    for entry in fs::read_dir(root().join("testdata/repoplant")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(
+            registry::find(&name).is_ok(),
+            "testdata/repoplant/{name}: no runtime"
+        );
+    }
     for entry in fs::read_dir(root().join("scripts/adapters")).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
@@ -172,6 +179,50 @@ fn nothing_belongs_to_an_unregistered_runtime() {
                 registry::find(&name).is_ok(),
                 "scripts/adapters/{name}: not registered"
             );
+        }
+    }
+}
+
+/// moot-doctor's `repo` scenario plants what the e2e suite plants: every file of
+/// testdata/repoplant/<runtime>/ that runs code (it writes a marker) or moves the provider.
+#[test]
+fn the_doctor_plants_every_file_that_runs_code() {
+    for meta in registry::all() {
+        let Some(certify) = meta.doctor else { continue };
+        let folder = root().join("testdata/repoplant").join(meta.name);
+        let folder = if folder.is_dir() {
+            folder
+        } else {
+            root()
+                .join("testdata/repoplant")
+                .join(meta.name.trim_end_matches("-cli"))
+        };
+        let mut files = Vec::new();
+        collect_files(&folder, &folder, &mut files);
+        for (relative, text) in files {
+            if text.contains("@MARK@") || text.contains("127.0.0.1:9/") {
+                assert!(
+                    certify.plants.iter().any(|(path, _)| *path == relative),
+                    "{}: {relative} is not among its doctor's plants",
+                    meta.name
+                );
+            }
+        }
+    }
+}
+
+fn collect_files(base: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            collect_files(base, &path, out);
+        } else {
+            let relative = path
+                .strip_prefix(base)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            out.push((relative, fs::read_to_string(&path).unwrap()));
         }
     }
 }

@@ -26,7 +26,9 @@ use crate::tree;
 
 use output::{Report, RuntimeReport, ScenarioReport};
 use pipeline::{Env, Outcome, Pipeline};
-use scenario::{Check, Scenario, NOT_APPLICABLE, RESUME_MARKER, SCENARIOS, WRITTEN_FILE};
+use scenario::{
+    Check, Scenario, NOT_APPLICABLE, PLANT_MARKS, RESUME_MARKER, SCENARIOS, WRITTEN_FILE,
+};
 
 /// Exit status: a scenario differed (or, with `--strict`, a version was out of range).
 pub const EXIT_DIFFERS: u8 = 1;
@@ -466,6 +468,33 @@ impl Bench<'_> {
             .map_err(|e| anyhow::anyhow!("the fake model refused scenario {fake}: {e}"))
     }
 
+    /// Plants the runtime's repository files in the workspace, but those its CLI has no switch
+    /// for (`repo_code`: moot-render refuses those, as its own tests show).
+    fn plant(&self) -> Result<()> {
+        let marks = self.workspace.join(PLANT_MARKS);
+        fs::create_dir(&marks)?;
+        let refused = |path: &str| {
+            self.meta
+                .repo_code
+                .iter()
+                .any(|code| path == *code || path.starts_with(&format!("{code}/")))
+        };
+        for (path, text) in self.certify.plants.iter().filter(|(p, _)| !refused(p)) {
+            let text = text.replace("@MARK@", &marks.to_string_lossy());
+            crate::model::doctor::write_config(&self.workspace, path, &text)?;
+        }
+        Ok(())
+    }
+
+    /// The markers planted code left: each names what ran.
+    fn planted_code_that_ran(&self) -> Result<Vec<String>> {
+        let mut ran: Vec<String> = fs::read_dir(self.workspace.join(PLANT_MARKS))?
+            .map(|entry| Ok(entry?.file_name().to_string_lossy().into_owned()))
+            .collect::<Result<_>>()?;
+        ran.sort();
+        Ok(ran)
+    }
+
     fn dump(&self) -> PathBuf {
         self.dir.path().join("dump")
     }
@@ -523,9 +552,12 @@ impl Bench<'_> {
             Some(seconds) if scenario.name == DROP => seconds,
             _ => self.args.deadline,
         };
+        if scenario.check == Check::LoadsNothing {
+            self.plant()?;
+        }
         let prompt = match scenario.check {
             Check::Verdict | Check::Recovers => "Inspect the workspace.",
-            Check::WroteFile => "Run the tool.",
+            Check::WroteFile | Check::LoadsNothing => "Run the tool.",
             Check::Resumes => FIRST_TURN,
         };
         let first = self.turn(scenario.name, prompt, deadline, None)?;
@@ -544,6 +576,16 @@ impl Bench<'_> {
                     observed
                 },
             ),
+            Check::LoadsNothing => {
+                let ran = self.planted_code_that_ran()?;
+                Ok(if !ran.is_empty() {
+                    format!("the repository's code ran: {}", ran.join(" "))
+                } else if observed == "ok" && !self.workspace.join(WRITTEN_FILE).is_file() {
+                    format!("ok but no {WRITTEN_FILE} in the workspace")
+                } else {
+                    observed
+                })
+            }
             Check::Resumes => {
                 if observed != "ok" {
                     return Ok(format!("{observed} (first turn)"));

@@ -30,10 +30,17 @@ pub enum Check {
     Resumes,
     /// The model failed a call (HTTP 429) before the answer: the CLI retried.
     Recovers,
+    /// The workspace carried the runtime's `plants` (files it could load code from): the tool
+    /// call wrote its file, and no planted code left a marker.
+    LoadsNothing,
 }
 
 /// The file the fake model's `toolwrite` scenario has the agent create.
 pub const WRITTEN_FILE: &str = "created_by_agent.txt";
+
+/// Where the `repo` scenario's planted code would leave its markers, in the workspace (the one
+/// place the seat lets it write).
+pub const PLANT_MARKS: &str = ".repo-marks";
 
 /// A word only the first turn of the resume scenario carries.
 pub const RESUME_MARKER: &str = "ZEBRA-41";
@@ -88,6 +95,14 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: "ok",
         check: Check::Recovers,
         about: "one HTTP 429 with retry-after, then the plain answer",
+    },
+    Scenario {
+        name: "repo",
+        fake: "toolwrite",
+        expect: "ok",
+        check: Check::LoadsNothing,
+        about: "the workspace carries files the CLI could load code from (hooks, extensions, \
+                plugins, MCP servers, a provider URL): a tool call works and none of it runs",
     },
     Scenario {
         name: "resume",

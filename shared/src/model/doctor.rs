@@ -22,7 +22,30 @@ pub struct Certify {
     /// `(scenario, expected verdict)` in the doctor's notation (`ok`, `fail:<class>`, classes
     /// joined by `|` when either is right). src/doctor/ checks every name and verdict here.
     pub differs: &'static [(&'static str, &'static str)],
+    /// The repository files the `repo` scenario plants in the workspace, `(path, text)`: every
+    /// file of `testdata/repoplant/<runtime>/` that runs code or moves the provider when the CLI
+    /// loads it. Its code writes a marker below `@MARK@` (the scenario's marker directory).
+    pub plants: &'static [(&'static str, &'static str)],
 }
+
+/// The `plants` of a runtime: `repo_plants!("pi": ".pi/extensions/evil.ts", ...)` reads each
+/// file of `testdata/repoplant/pi/` into the binary, so the doctor plants what the e2e suite
+/// plants.
+macro_rules! repo_plants {
+    ($runtime:literal: $($path:literal),* $(,)?) => {
+        &[$((
+            $path,
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../testdata/repoplant/",
+                $runtime,
+                "/",
+                $path
+            )),
+        )),*]
+    };
+}
+pub(crate) use repo_plants;
 
 /// How to run a CLI against the fake model from its private HOME.
 #[derive(Debug, Default)]

@@ -3,6 +3,7 @@
 use std::io;
 use std::path::Path;
 
+use crate::model::doctor::repo_plants;
 use crate::model::{Certify, FakeHome};
 
 pub static CERTIFY: Certify = Certify {
@@ -14,6 +15,11 @@ pub static CERTIFY: Certify = Certify {
         // Claude Code retries a dropped stream without streaming and gets the whole answer.
         ("drop", "ok"),
     ],
+    plants: repo_plants!("claude":
+        ".claude/settings.json",
+        ".claude/settings.local.json",
+        ".mcp.json",
+    ),
 };
 
 /// Claude Code takes its provider from the environment alone: the origin, a dummy key, no

@@ -3,6 +3,7 @@
 use std::io;
 use std::path::Path;
 
+use crate::model::doctor::repo_plants;
 use crate::model::doctor::write_config;
 use crate::model::{Certify, FakeHome};
 
@@ -15,6 +16,10 @@ pub static CERTIFY: Certify = Certify {
         // codex retries a stream that stopped without response.completed, then gives up.
         ("drop", "fail:retry_exhausted"),
     ],
+    plants: repo_plants!("codex":
+        ".codex/config.toml",
+        ".codex/hooks.json",
+    ),
 };
 
 /// The variable codex reads the fake provider's key from: the env preset drops it unless kept.

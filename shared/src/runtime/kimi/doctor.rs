@@ -5,10 +5,14 @@
 use std::io;
 use std::path::Path;
 
+use crate::model::doctor::repo_plants;
 use crate::model::doctor::write_config;
 use crate::model::{Certify, FakeHome};
 
 /// Kimi Code: the `@moonshot-ai/kimi-code` npm package.
+/// Kimi Code's and kimi-cli's: the project MCP files (kimi-cli reads none).
+const KIMI_PLANTS: &[(&str, &str)] = repo_plants!("kimi": ".kimi-code/mcp.json", ".mcp.json");
+
 pub static KIMI: Certify = Certify {
     version_args: &["--version"],
     pinned: "2.1.0",
@@ -18,6 +22,7 @@ pub static KIMI: Certify = Certify {
         // Kimi Code retries an empty answer as a provider failure, and gives up.
         ("empty", "fail:retry_exhausted"),
     ],
+    plants: KIMI_PLANTS,
 };
 
 /// The legacy kimi-cli: the `kimi-cli` PyPI package.
@@ -36,6 +41,7 @@ pub static KIMI_CLI: Certify = Certify {
         // It reports an empty answer as its own error.
         ("empty", "fail:model_error"),
     ],
+    plants: KIMI_PLANTS,
 };
 
 /// The config both read: a `kimi`-typed provider at `origin` and its one model, `top` keys

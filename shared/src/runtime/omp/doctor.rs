@@ -3,6 +3,7 @@
 use std::io;
 use std::path::Path;
 
+use crate::model::doctor::repo_plants;
 use crate::model::doctor::write_config;
 use crate::model::{Certify, FakeHome};
 
@@ -18,6 +19,17 @@ pub static CERTIFY: Certify = Certify {
         // omp ends a stream that stopped without its terminator with an error row of its own.
         ("drop", "fail:model_error"),
     ],
+    plants: repo_plants!("omp":
+        ".claude/hooks/pre/bash.ts",
+        ".claude/settings.json",
+        ".claude/tools/ct.ts",
+        ".codex/config.toml",
+        ".cursor/mcp.json",
+        ".mcp.json",
+        ".omp/extensions/evil.ts",
+        ".omp/hooks/pre/bash.ts",
+        ".omp/tools/eviltool.ts",
+    ),
 };
 
 /// A `fake` provider speaking chat completions at `origin`, and one quick retry (omp retries a

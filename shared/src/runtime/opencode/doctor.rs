@@ -4,6 +4,7 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
+use crate::model::doctor::repo_plants;
 use crate::model::doctor::write_config;
 use crate::model::{Certify, FakeHome};
 
@@ -17,6 +18,12 @@ pub static CERTIFY: Certify = Certify {
         // ends the run (FakeHome::drop_deadline), and moot fails it on the process outcome.
         ("drop", "fail:process"),
     ],
+    plants: repo_plants!("opencode":
+        ".opencode/plugin/evil.js",
+        ".opencode/plugins/e2.js",
+        ".opencode/tool/eviltool.js",
+        "opencode.json",
+    ),
 };
 
 /// A `fake` openai-compatible provider at `origin`, with no update, sharing, model fetch, LSP

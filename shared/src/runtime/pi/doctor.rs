@@ -3,6 +3,7 @@
 use std::io;
 use std::path::Path;
 
+use crate::model::doctor::repo_plants;
 use crate::model::doctor::write_config;
 use crate::model::{Certify, FakeHome};
 
@@ -12,6 +13,10 @@ pub static CERTIFY: Certify = Certify {
     fake_home,
     resumes: true,
     differs: &[],
+    plants: repo_plants!("pi":
+        ".pi/extensions/evil.ts",
+        ".pi/settings.json",
+    ),
 };
 
 /// A `fake` provider speaking chat completions at `origin`, without the developer role or a
