@@ -141,10 +141,17 @@ fn shell_word(path: &Path) -> String {
 pub fn derive(runtime: &str, needs: &Needs, program: &Path, env: &Env) -> anyhow::Result<Profile> {
     let mut profile = Profile::default();
     let path_var = env.get("PATH").map(OsString::from);
+    // The home as given and as it resolves: install paths are compared resolved, and a home
+    // reached through a link is still the home.
     let home = env.get("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let homes: Vec<PathBuf> = home
+        .iter()
+        .flat_map(|home| [Some(home.clone()), fs::canonicalize(home).ok()])
+        .flatten()
+        .collect();
     let host = Host {
         path_var: path_var.as_deref(),
-        home: home.as_deref(),
+        homes: &homes,
     };
     install_tree(runtime, program, &host, &mut profile, 0)?;
     for place in needs.places {
@@ -215,13 +222,18 @@ impl Profile {
 /// `~/.ssh`, `~/.aws` and every other CLI's credentials).
 struct Host<'a> {
     path_var: Option<&'a std::ffi::OsStr>,
-    home: Option<&'a Path>,
+    /// The home, as given and resolved.
+    homes: &'a [PathBuf],
 }
 
 impl Host<'_> {
-    /// Whether granting `dir` would grant the home: it is the home or one of its ancestors.
+    /// Whether granting `dir` would grant the home: it is the home or one of its ancestors,
+    /// links resolved.
     fn covers_home(&self, dir: &Path) -> bool {
-        self.home.is_some_and(|home| home.starts_with(dir))
+        let resolved = fs::canonicalize(dir).ok();
+        self.homes.iter().any(|home| {
+            home.starts_with(dir) || resolved.as_ref().is_some_and(|dir| home.starts_with(dir))
+        })
     }
 }
 

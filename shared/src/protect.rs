@@ -85,6 +85,10 @@ pub struct Snapshot {
     roots: Vec<PathBuf>,
     /// Git directories outside the roots that a `.git` file named when the snapshot was taken.
     named_git_dirs: Vec<PathBuf>,
+    /// Every `.git` directory that was a git directory, with its `HEAD`: one that stops being a
+    /// git directory hands git's discovery to its parent, which then reads the worktree's own
+    /// `HEAD`, `config` and `hooks` as a bare repository's.
+    git_dirs: Vec<(PathBuf, Vec<u8>)>,
     entries: BTreeMap<PathBuf, Entry>,
 }
 
@@ -149,6 +153,7 @@ impl Snapshot {
             .collect::<anyhow::Result<Vec<_>>>()?;
         let mut snapshot = Snapshot {
             named_git_dirs: Vec::new(),
+            git_dirs: Vec::new(),
             entries: BTreeMap::new(),
             roots,
         };
@@ -166,36 +171,53 @@ impl Snapshot {
         }
         snapshot.entries.extend(extra.entries);
         snapshot.named_git_dirs = named;
+        snapshot.git_dirs = snapshot
+            .entries
+            .iter()
+            .filter(|(path, entry)| {
+                path.file_name().is_some_and(|n| n == ".git")
+                    && matches!(entry, Entry::Dir { .. })
+                    && is_git_dir(path)
+            })
+            .filter_map(|(path, _)| Some((path.clone(), fs::read(path.join("HEAD")).ok()?)))
+            .collect();
         Ok(snapshot)
     }
 
     /// Compares the protected set with the snapshot, and when anything changed, puts the
     /// originals back; `None` when nothing changed.
     pub fn verify_and_restore(&self) -> Option<Tampered> {
-        let now = match self.scan() {
-            Ok(now) => now,
+        let (mut changed, mut restored, unverifiable) = match self.scan() {
+            Ok(now) => {
+                let changed: Vec<PathBuf> = self
+                    .entries
+                    .keys()
+                    .chain(now.keys())
+                    .filter(|path| self.entries.get(*path) != now.get(*path))
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .cloned()
+                    .collect();
+                let restored = self.restore(&now, &changed);
+                (changed, restored, None)
+            }
+            // A tree that cannot be read whole cannot be shown unchanged: everything the
+            // snapshot holds is put back, and what is not in it is cleared from its directories.
             Err(error) => {
-                // A tree that cannot be read whole cannot be shown unchanged.
-                return Some(Tampered {
-                    count: 0,
-                    paths: Vec::new(),
-                    restored: false,
-                    unverifiable: Some(format!("{error:#}").chars().take(1024).collect()),
-                });
+                let restored = self.restore_all();
+                let why: String = format!("{error:#}").chars().take(1024).collect();
+                (Vec::new(), restored, Some(why))
             }
         };
-        let changed: Vec<&PathBuf> = self
-            .entries
-            .keys()
-            .chain(now.keys())
-            .filter(|path| self.entries.get(*path) != now.get(*path))
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        if changed.is_empty() {
+        for (dir, head) in &self.git_dirs {
+            if !is_git_dir(dir) {
+                changed.push(dir.join("HEAD"));
+                restored &= repair_git_dir(dir, head).is_ok() && is_git_dir(dir);
+            }
+        }
+        if changed.is_empty() && unverifiable.is_none() {
             return None;
         }
-        let restored = self.restore(&now, &changed);
         let mut named_bytes = 0;
         let paths = changed
             .iter()
@@ -204,14 +226,40 @@ impl Snapshot {
                 named_bytes += path.as_os_str().len();
                 named_bytes <= NAMED_BYTES_AT_MOST
             })
-            .map(|path| path.to_path_buf())
+            .cloned()
             .collect();
         Some(Tampered {
             count: changed.len(),
             paths,
             restored,
-            unverifiable: None,
+            unverifiable,
         })
+    }
+
+    /// Puts back every entry of the snapshot, after clearing from each of its directories what
+    /// the snapshot does not hold (read as a stream: a flood of entries is removed, not kept).
+    fn restore_all(&self) -> bool {
+        let mut all = true;
+        for (dir, entry) in &self.entries {
+            if !matches!(entry, Entry::Dir { .. }) {
+                continue;
+            }
+            let Ok(listing) = fs::read_dir(dir) else {
+                continue;
+            };
+            for child in listing.flatten() {
+                let path = child.path();
+                if !self.entries.contains_key(&path) && remove(&path).is_err() {
+                    all = false;
+                }
+            }
+        }
+        for (path, entry) in &self.entries {
+            if put_back(path, entry).is_err() {
+                all = false;
+            }
+        }
+        all
     }
 
     fn scan(&self) -> anyhow::Result<BTreeMap<PathBuf, Entry>> {
@@ -228,14 +276,14 @@ impl Snapshot {
     /// Removes what is not as it was (deepest first), then writes back what was (shallowest
     /// first). Every process of the job is dead by now, so nothing moves under this; a parent
     /// that is not a real directory is never written through. True when all went back.
-    fn restore(&self, now: &BTreeMap<PathBuf, Entry>, changed: &[&PathBuf]) -> bool {
+    fn restore(&self, now: &BTreeMap<PathBuf, Entry>, changed: &[PathBuf]) -> bool {
         let mut all = true;
         for path in changed.iter().rev() {
-            let Some(current) = now.get(*path) else {
+            let Some(current) = now.get(path) else {
                 continue;
             };
             let keep = matches!(
-                (self.entries.get(*path), current),
+                (self.entries.get(path), current),
                 (Some(Entry::Dir { .. }), Entry::Dir { .. })
             );
             if !keep && remove(path).is_err() {
@@ -243,7 +291,7 @@ impl Snapshot {
             }
         }
         for path in changed {
-            if let Some(entry) = self.entries.get(*path) {
+            if let Some(entry) = self.entries.get(path) {
                 if put_back(path, entry).is_err() {
                     all = false;
                 }
@@ -251,6 +299,50 @@ impl Snapshot {
         }
         all
     }
+}
+
+/// Whether git takes `dir` for a git directory: a `HEAD` naming a ref or an object, and
+/// `objects` and `refs` directories.
+fn is_git_dir(dir: &Path) -> bool {
+    let head_is_valid = fs::symlink_metadata(dir.join("HEAD")).is_ok_and(|m| m.is_file())
+        && fs::read(dir.join("HEAD")).is_ok_and(|head| valid_head(&head));
+    head_is_valid && dir.join("objects").is_dir() && dir.join("refs").is_dir()
+}
+
+/// `ref: refs/<name>` or an object id, on one line.
+fn valid_head(head: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(head) else {
+        return false;
+    };
+    let text = text.strip_suffix('\n').unwrap_or(text);
+    if let Some(name) = text.strip_prefix("ref: refs/") {
+        return !name.is_empty()
+            && !name.contains("..")
+            && !name.chars().any(|c| c.is_control() || c == ' ');
+    }
+    matches!(text.len(), 40 | 64) && text.chars().all(|c| c.is_ascii_hexdigit())
+}
+
+/// Makes `dir` a git directory again: its `HEAD` as it was, and `objects` and `refs` (empty when
+/// the job removed them: what it removed of git's data is lost, as any agent with the worktree
+/// could lose it, but git reads this directory again and not its parent).
+fn repair_git_dir(dir: &Path, head: &[u8]) -> io::Result<()> {
+    if !fs::read(dir.join("HEAD")).is_ok_and(|now| valid_head(&now)) {
+        put_back(
+            &dir.join("HEAD"),
+            &Entry::File {
+                mode: 0o644,
+                bytes: head.to_vec(),
+            },
+        )?;
+    }
+    for data in ["objects", "refs"] {
+        let path = dir.join(data);
+        if !path.is_dir() {
+            put_back(&path, &Entry::Dir { mode: 0o755 })?;
+        }
+    }
+    Ok(())
 }
 
 /// The git directory a `.git` file names (`gitdir: X`, relative to the file's directory).
@@ -538,5 +630,69 @@ mod tests {
             .is_dir());
         assert!(root.join(".git/hooks/pre-commit.sample").is_file());
         assert_eq!(fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+    }
+
+    /// A `.git` made invalid (a garbage `HEAD`) hands git's discovery to the worktree itself,
+    /// where the job may have planted a bare repository's `HEAD`, `config` and `hooks`: the
+    /// `.git` is made a git directory again.
+    #[test]
+    fn a_git_dir_made_invalid_is_repaired() {
+        let (_dir, root) = repo();
+        fs::create_dir_all(root.join(".git/refs/heads")).unwrap();
+        let snapshot = Snapshot::take(std::slice::from_ref(&root)).unwrap();
+        fs::write(root.join(".git/HEAD"), "garbage\n").unwrap();
+        fs::remove_dir_all(root.join(".git/refs")).unwrap();
+        let tampered = snapshot
+            .verify_and_restore()
+            .expect("the broken .git is seen");
+        assert!(tampered.restored, "{tampered:?}");
+        assert_eq!(tampered.paths, [root.join(".git/HEAD")]);
+        assert_eq!(
+            fs::read_to_string(root.join(".git/HEAD")).unwrap(),
+            "ref: refs/heads/main\n"
+        );
+        assert!(is_git_dir(&root.join(".git")));
+        assert_eq!(snapshot.verify_and_restore(), None);
+    }
+
+    #[test]
+    fn heads_are_refs_or_object_ids() {
+        assert!(valid_head(b"ref: refs/heads/main\n"));
+        assert!(valid_head(&[b'a'; 40]));
+        for bad in [
+            &b"garbage"[..],
+            b"ref: refs/../x",
+            b"ref: refs/",
+            b"ref: heads/x",
+            b"",
+        ] {
+            assert!(!valid_head(bad), "{}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    /// A flood of entries where the snapshot is kept makes the tree unverifiable: the run still
+    /// fails, and the snapshot is put back whole, the flood cleared.
+    #[test]
+    fn a_flooded_protected_directory_is_cleared_and_put_back() {
+        let (_dir, root) = repo();
+        let snapshot = Snapshot::take(std::slice::from_ref(&root)).unwrap();
+        fs::write(root.join(".git/config"), "[core]\n\tfsmonitor = id\n").unwrap();
+        let hooks = root.join(".git/hooks");
+        for n in 0..=MAX_ENTRIES {
+            fs::write(hooks.join(n.to_string()), "").unwrap();
+        }
+        let tampered = snapshot.verify_and_restore().expect("the flood is seen");
+        assert!(tampered.unverifiable.is_some(), "{tampered:?}");
+        assert!(tampered.restored, "{tampered:?}");
+        assert_eq!(
+            fs::read_to_string(root.join(".git/config")).unwrap(),
+            "[core]\n\tbare = false\n"
+        );
+        assert_eq!(
+            fs::read_dir(&hooks).unwrap().count(),
+            1,
+            "only the sample is left"
+        );
+        assert_eq!(snapshot.verify_and_restore(), None);
     }
 }

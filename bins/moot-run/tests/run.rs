@@ -1675,3 +1675,51 @@ fn a_protected_directory_that_is_not_one_is_refused_before_the_run() {
     assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
     assert!(!ran.exists(), "the command ran unprotected");
 }
+
+/// (Independent attack) the job breaks `.git/HEAD` and makes the worktree itself a bare
+/// repository (`HEAD`, `config` with `core.worktree = .` and an fsmonitor, `hooks/`, links to
+/// the real objects and refs): git's discovery then reads the worktree root. moot-run makes
+/// `.git` a git directory again, so the operator's git reads it and not the planted one.
+#[test]
+fn a_bare_repository_planted_at_the_worktree_root_is_never_read() {
+    let (dir, repo) = repository();
+    let pwned = dir.path().join("PWNED");
+    let status = dir.path().join("status");
+    let attack = format!(
+        r#"set -e
+        cp .git/HEAD HEAD; ln -s .git/objects objects; ln -s .git/refs refs; ln -s .git/logs logs
+        mkdir -p info hooks
+        printf '/HEAD\n/config\n/objects\n/refs\n/logs\n/info\n/hooks\n' > info/exclude
+        printf '#!/bin/sh\ntouch {pwned}\n' > hooks/pre-commit; chmod +x hooks/pre-commit
+        printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = "touch {pwned}; false"\n' > config
+        echo garbage > .git/HEAD"#,
+        pwned = pwned.display(),
+    );
+    let mut command = sh(
+        &[
+            "--status-file",
+            status.to_str().unwrap(),
+            "--protect",
+            repo.to_str().unwrap(),
+        ],
+        &attack,
+    );
+    let out = output(command.current_dir(&repo));
+    assert_eq!(out.status.code(), Some(122), "{}", stderr(&out));
+    let tampered = status_file(&status)
+        .tampered
+        .expect("the broken .git is named");
+    assert!(tampered.restored, "{tampered:?}");
+    for args in [
+        &["status"][..],
+        &["add", "-A"],
+        &["commit", "-q", "-m", "after"],
+    ] {
+        let git = operator_git(&repo, args);
+        assert!(git.status.success(), "git {args:?}: {}", stderr(&git));
+    }
+    assert!(
+        !pwned.exists(),
+        "the operator's git read the planted repository"
+    );
+}

@@ -1151,33 +1151,34 @@ fn an_npm_install_in_the_home_does_not_grant_the_home() {
          echo ran\ncat \"$HOME/.ssh/id_ed25519\" 2>/dev/null || echo denied\n",
         0o755,
     );
-    let run = |flags: &[&str]| {
-        Command::new(BIN)
-            .args(flags)
-            .args(["--", "tool"])
-            .env("PATH", &path)
-            .env("HOME", &home)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    };
-    let profiled = run(&["--profile", "pi"]);
-    assert_eq!(stdout(&profiled), "ran\ndenied\n", "{}", stderr(&profiled));
-    let printed = stdout(&run(&["--profile", "pi", "--print-profile"]));
-    assert!(
-        printed.contains(&format!("--ro {}\t", home.join("package.json").display())),
-        "{printed}"
-    );
-    // Listed, never read.
-    assert!(
-        printed.contains(&format!("--ls {}\t", home.display())),
-        "{printed}"
-    );
-    for line in printed.lines() {
-        let granted = line.split('\t').next().unwrap();
-        assert!(
-            granted.starts_with("--ls ") || !granted.ends_with(&format!(" {}", home.display())),
-            "the home is granted: {line}"
-        );
+    // (Independent attack) the home reached through a link is still the home.
+    let linked = root_path.join("homelink");
+    std::os::unix::fs::symlink(&home, &linked).unwrap();
+    for given in [&home, &linked] {
+        let run = |flags: &[&str]| {
+            Command::new(BIN)
+                .args(flags)
+                .args(["--", "tool"])
+                .env("PATH", &path)
+                .env("HOME", given)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap()
+        };
+        let profiled = run(&["--profile", "pi"]);
+        assert_eq!(stdout(&profiled), "ran\ndenied\n", "{}", stderr(&profiled));
+        let printed = stdout(&run(&["--profile", "pi", "--print-profile"]));
+        // Listed, never read: only its package.json is.
+        assert!(printed.contains("--ls "), "{printed}");
+        assert!(printed.contains("/package.json\t"), "{printed}");
+        for line in printed.lines() {
+            let granted = line.split('\t').next().unwrap();
+            assert!(
+                granted.starts_with("--ls ")
+                    || !(granted.ends_with(&format!(" {}", home.display()))
+                        || granted.ends_with(&format!(" {}", linked.display()))),
+                "the home is granted: {line}"
+            );
+        }
     }
 }
