@@ -106,6 +106,8 @@ pub struct Profile {
     pub connect: Vec<(u16, String)>,
     /// Variables set for the command, with why.
     pub env: Vec<(String, String, String)>,
+    /// Files handed to the command in memory, `(VAR, text, why)` (see [`Needs::files`]).
+    pub files: Vec<(&'static str, &'static str, &'static str)>,
 }
 
 impl fmt::Display for Profile {
@@ -126,6 +128,9 @@ impl fmt::Display for Profile {
         }
         for (name, value, why) in &self.env {
             writeln!(f, "# sets {name}={value}\t# {why}")?;
+        }
+        for (name, _, why) in &self.files {
+            writeln!(f, "# hands ${name} a sealed in-memory file\t# {why}")?;
         }
         Ok(())
     }
@@ -171,6 +176,7 @@ pub fn derive(runtime: &str, needs: &Needs, program: &Path, env: &Env) -> anyhow
         .iter()
         .map(|(name, value, why)| (name.to_string(), value.to_string(), why.to_string()))
         .collect();
+    profile.files = needs.files.to_vec();
     if let Some(place) = &needs.temp {
         if let Some((path, source)) = place.locate(env) {
             if place.ensure(&path) {
@@ -605,6 +611,7 @@ mod tests {
             ],
             url_vars: &["TOOL_BASE_URL"],
             env: &[],
+            files: &[],
             temp: None,
             url_files: &[Place::moved_by(
                 "TOOL_HOME",

@@ -284,12 +284,63 @@ fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusa
     verify(&status, args.best_effort)?;
 
     let profile_env = profile.iter().flat_map(|p| &p.env);
+    let handed = hand_files(profile.iter().flat_map(|p| &p.files))
+        .map_err(|e| Refusal::cannot_enforce(e.context("cannot hand the CLI its files")))?;
     let error = Command::new(&program)
         .arg0(&argv[0])
         .args(&argv[1..])
-        .envs(profile_env.map(|(name, value, _)| (name, value)))
+        .envs(profile_env.map(|(name, value, _)| (name.as_str(), value.as_str())))
+        .envs(
+            handed
+                .iter()
+                .map(|(name, value)| (name.as_str(), value.as_str())),
+        )
         .exec();
     Err(exec_failure(&program, error, identity.is_some()))
+}
+
+/// Writes each file a profile hands its CLI into a sealed memfd the command inherits (no write,
+/// grow or shrink is possible once sealed, by anyone), and returns the variables that name them:
+/// `$VAR` with `/proc/self/fd/N` appended. Landlock lets a process reopen its own memfd through
+/// `/proc/self/fd`.
+fn hand_files<'a>(
+    files: impl Iterator<Item = &'a (&'static str, &'static str, &'static str)>,
+) -> anyhow::Result<Vec<(String, String)>> {
+    let mut vars: Vec<(String, String)> = Vec::new();
+    for (name, text, _) in files {
+        let fd = sealed_memfd(name, text.as_bytes())?;
+        let path = format!("/proc/self/fd/{fd}");
+        let value = match vars.iter().position(|(n, _)| n == name) {
+            Some(at) => format!("{}:{path}", vars.remove(at).1),
+            None => match std::env::var(name) {
+                Ok(given) if !given.is_empty() => format!("{given}:{path}"),
+                _ => path,
+            },
+        };
+        vars.push((name.to_string(), value));
+    }
+    Ok(vars)
+}
+
+/// A memfd holding `bytes`, sealed, left open across exec; its descriptor number.
+fn sealed_memfd(name: &str, bytes: &[u8]) -> anyhow::Result<i32> {
+    let label = std::ffi::CString::new(format!("moot-{name}"))?;
+    // SAFETY: memfd_create takes a NUL-terminated name and flags; it returns a new descriptor
+    // or -1.
+    let fd = unsafe { libc::memfd_create(label.as_ptr(), libc::MFD_ALLOW_SEALING) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error()).context("memfd_create");
+    }
+    // SAFETY: fd was just created and is owned here; it is deliberately never closed (the
+    // command inherits it), so it is turned back into a raw descriptor below.
+    let mut file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    std::io::Write::write_all(&mut file, bytes).context("writing it")?;
+    let seals = libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
+    // SAFETY: fcntl on a descriptor this function owns, with an integer argument.
+    if unsafe { libc::fcntl(fd, libc::F_ADD_SEALS, seals) } < 0 {
+        return Err(std::io::Error::last_os_error()).context("sealing it");
+    }
+    Ok(std::os::fd::IntoRawFd::into_raw_fd(file))
 }
 
 /// Marks every descriptor above standard error close-on-exec, so the command inherits only its
@@ -1313,5 +1364,26 @@ mod tests {
             .iter()
             .any(|r| r.path == Path::new("/dev/null") && r.grant == Grant::Device));
         assert!(!rules.iter().any(|r| r.path.starts_with("/tmp")));
+    }
+
+    /// A file handed to the CLI reads back through /proc/self/fd, and nobody can change it.
+    #[test]
+    fn a_handed_file_is_sealed() {
+        let fd = sealed_memfd("TEST", b"mcp:\n  enableProjectConfig: false\n").unwrap();
+        let path = format!("/proc/self/fd/{fd}");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "mcp:\n  enableProjectConfig: false\n"
+        );
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .and_then(|mut file| std::io::Write::write_all(&mut file, b"mcp: {}\n"));
+        assert!(
+            written.is_err_and(|e| e.raw_os_error() == Some(libc::EPERM)),
+            "a sealed file was written"
+        );
+        // SAFETY: the test owns fd and closes it once.
+        drop(unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) });
     }
 }

@@ -97,6 +97,10 @@ pub struct Needs {
     pub url_files: &'static [Place],
     /// Variables set for the CLI when it runs under the profile, with why.
     pub env: &'static [(&'static str, &'static str, &'static str)],
+    /// Files the CLI reads that moot writes, as `(VAR, text, why)`: moot-sandbox hands each to
+    /// the CLI as a sealed in-memory file, `/proc/self/fd/N` appended to `$VAR` (`:`-separated),
+    /// so no process of the seat can change it and nothing of it is left on disk.
+    pub files: &'static [(&'static str, &'static str, &'static str)],
     /// A private temporary directory, made when absent and given to the CLI as `$TMPDIR`:
     /// SQLite, node and the shell tools put temporary files there, and the shared /tmp is not
     /// granted (codex's resume failed in its SQLite without one).
@@ -132,6 +136,7 @@ impl Needs {
         url_vars: &[],
         url_files: &[],
         env: &[],
+        files: &[],
         temp: None,
     };
 }

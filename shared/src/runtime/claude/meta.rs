@@ -85,6 +85,7 @@ pub static META: Meta = Meta {
             "1",
             "claude skips its permission prompts as root (--seat) only when told it is sandboxed",
         )],
+        files: &[],
         temp: Some(Place::moved_by(
             "CLAUDE_CONFIG_DIR",
             "tmp",

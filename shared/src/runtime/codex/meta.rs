@@ -69,6 +69,7 @@ pub static META: Meta = Meta {
             "provider config",
         )],
         env: &[],
+        files: &[],
         temp: Some(Place::moved_by(
             "CODEX_HOME",
             "tmp",

@@ -62,6 +62,7 @@ pub static KIMI: Meta = Meta {
             "provider config",
         )],
         env: &[],
+        files: &[],
         temp: Some(Place::moved_by(
             "KIMI_CODE_HOME",
             "tmp",
@@ -100,6 +101,7 @@ pub static KIMI_CLI: Meta = Meta {
             "provider config",
         )],
         env: &[],
+        files: &[],
         temp: Some(Place::moved_by(
             "KIMI_SHARE_DIR",
             "tmp",

@@ -29,6 +29,11 @@ pub static CERTIFY: Certify = Certify {
         ".omp/extensions/evil.ts",
         ".omp/hooks/pre/bash.ts",
         ".omp/tools/eviltool.ts",
+        ".omp/mcp.json",
+        ".vscode/mcp.json",
+        ".gemini/settings.json",
+        ".windsurf/mcp_config.json",
+        ".codex/tools/ct.ts",
     ),
 };
 

@@ -84,20 +84,19 @@ pub static META: Meta = Meta {
             "provider config",
         )],
         env: &[],
+        files: &[(
+            "PI_CONFIG_FILES",
+            super::CONFIG_OVERLAY,
+            "a config overlay: omp starts no MCP server the repository under review declares \
+             (.mcp.json, .vscode, .cursor, .gemini, .windsurf, .codex, .omp/mcp.json, ...)",
+        )],
         temp: Some(Place::home(
             ".omp/tmp",
             Access::ReadWrite,
             "temporary files",
         )),
     },
-    repo_code: &[
-        ".omp/tools",
-        ".claude/tools",
-        ".mcp.json",
-        "mcp.json",
-        ".cursor/mcp.json",
-        ".codex/config.toml",
-    ],
+    repo_code: &[".omp/tools", ".claude/tools", ".codex/tools"],
     build: argv::build,
     doctor: Some(&super::doctor::CERTIFY),
 };

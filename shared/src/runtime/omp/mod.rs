@@ -22,3 +22,10 @@ pub const ENV_ALLOWLIST: &[&str] = &[
 /// Names omp needs together: it throws when the broker URL is set and no token is available, so
 /// keeping only the URL would turn an inherited broker into a hard failure.
 pub const ENV_INDIVISIBLE: &[&[&str]] = &[&["OMP_AUTH_BROKER_URL", "OMP_AUTH_BROKER_TOKEN"]];
+
+/// The config overlay moot-sandbox --profile hands omp (`PI_CONFIG_FILES`): omp 18.2.3 reads
+/// project MCP servers from a dozen tools' files (`src/discovery/` of its package) and has no
+/// flag for it; its own setting turns them all off. (Custom tools, which no setting turns off
+/// without also dropping the operator's own, are refused by moot-render: `repo_code`.)
+pub const CONFIG_OVERLAY: &str = "# moot: the repository under review starts no MCP server\n\
+mcp:\n  enableProjectConfig: false\n";

@@ -142,6 +142,7 @@ pub static META: Meta = Meta {
                 "opencode reads no .claude/skills or .agents/skills from the repository",
             ),
         ],
+        files: &[],
         temp: Some(Place::moved_by(
             "XDG_DATA_HOME",
             "opencode/tmp",

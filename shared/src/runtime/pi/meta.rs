@@ -70,6 +70,7 @@ pub static META: Meta = Meta {
             "provider config",
         )],
         env: &[],
+        files: &[],
         temp: Some(Place::moved_by(
             "PI_CODING_AGENT_DIR",
             "tmp",
