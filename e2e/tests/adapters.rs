@@ -220,6 +220,9 @@ fn omp_answers_with_the_final_text_only() {
             "--mode=json",
             "--approval-mode=always-ask",
             "--no-session",
+            "--no-extensions",
+            "--no-skills",
+            "--no-rules",
             "--model",
             "anthropic/claude-sonnet-4-5",
             "--thinking",
@@ -306,6 +309,9 @@ fn omp_in_a_workspace_runs_confined_with_write_policy() {
             "--mode=json",
             "--approval-mode=yolo",
             "--no-session",
+            "--no-extensions",
+            "--no-skills",
+            "--no-rules",
             "--add-dir",
             ws,
             "--",
@@ -445,6 +451,8 @@ fn claude_runs_the_named_binary_and_resumes_only_after_success() {
         "--mcp-config",
         mcp.to_str().unwrap(),
         "--strict-mcp-config",
+        "--setting-sources",
+        "user",
         "--disable-slash-commands",
         "--restricted",
     ];
@@ -455,10 +463,10 @@ fn claude_runs_the_named_binary_and_resumes_only_after_success() {
         "--verbose",
         "--include-partial-messages",
     ];
-    assert_eq!(argv[..11], managed);
-    assert_eq!(argv[11], "--session-id");
-    assert_eq!(argv[13..18], stream);
-    assert_eq!(argv[18..], ["--", "first turn"]);
+    assert_eq!(argv[..13], managed);
+    assert_eq!(argv[13], "--session-id");
+    assert_eq!(argv[15..20], stream);
+    assert_eq!(argv[20..], ["--", "first turn"]);
     let stored = fs::read_to_string(sessions.path().join("claude.session")).unwrap();
     assert_eq!(stored, "99805b40-d436-4d58-8b71-a1bed56e3211\n");
 
@@ -468,11 +476,11 @@ fn claude_runs_the_named_binary_and_resumes_only_after_success() {
     assert!(second.stdout.is_empty());
     let argv = stubs.argv("real-claude").unwrap();
     assert_eq!(
-        argv[11..13],
+        argv[13..15],
         ["--resume", "99805b40-d436-4d58-8b71-a1bed56e3211"]
     );
-    assert_eq!(argv[13..18], stream);
-    assert_eq!(argv[18..], ["--", "second turn"]);
+    assert_eq!(argv[15..20], stream);
+    assert_eq!(argv[20..], ["--", "second turn"]);
     let kept = fs::read_to_string(sessions.path().join("claude.session")).unwrap();
     assert_eq!(
         kept, stored,
@@ -535,6 +543,16 @@ fn codex_folds_the_system_prompt_into_the_request() {
         ],
         "codex/real-plain.json",
     );
+    // The adapter runs in this test's directory: the repository under review is this one.
+    let repository = if root().join(".git").exists() {
+        root()
+    } else {
+        root().join("e2e")
+    };
+    let untrusted = format!(
+        r#"projects={{"{}"={{trust_level="untrusted"}}}}"#,
+        fs::canonicalize(repository).unwrap().display()
+    );
     assert_eq!(
         stubs.argv("codex").unwrap(),
         [
@@ -544,6 +562,9 @@ fn codex_folds_the_system_prompt_into_the_request() {
             "--json",
             "--model",
             "gpt-5.5",
+            "-c",
+            &untrusted,
+            "--ignore-rules",
             "--",
             "You are the reviewer.\n\n\nReview the diff."
         ]
@@ -666,7 +687,7 @@ fn pi_gets_its_system_prompt_and_thinking_and_resumes_after_success() {
             "--system-prompt",
             system.to_str().unwrap(),
             "--no-skills",
-            "--tools"
+            "--no-extensions"
         ]
     );
     // pi has no `--`: a prompt that starts with a dash is staged, never passed as a flag.

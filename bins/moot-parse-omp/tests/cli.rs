@@ -279,7 +279,7 @@ fn a_status_file_that_is_not_a_small_regular_file_fails_the_run() {
     let fifo = dir.path().join("fifo");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
     let big = dir.path().join("big");
-    std::fs::write(&big, vec![b' '; 5000]).unwrap();
+    std::fs::write(&big, vec![b' '; 9000]).unwrap();
     let link = dir.path().join("link");
     std::os::unix::fs::symlink(
         moot::testkit::testdata().join("omp/status-clean.status"),
@@ -292,7 +292,7 @@ fn a_status_file_that_is_not_a_small_regular_file_fails_the_run() {
             "is a device, not a regular file",
         ),
         (&fifo, "is a FIFO, not a regular file"),
-        (&big, "is larger than 4096 bytes"),
+        (&big, "is larger than 8192 bytes"),
         (&link, "is a symbolic link"),
     ] {
         let flags = ["--status-file", path.to_str().unwrap()];

@@ -60,6 +60,9 @@ fn nul_is_the_default_and_terminates_every_element() {
         "--mode=json",
         "--approval-mode=write",
         "--no-session",
+        "--no-extensions",
+        "--no-skills",
+        "--no-rules",
         "--model",
         "anthropic/claude-sonnet",
         "--thinking",
@@ -85,7 +88,8 @@ fn sh_is_one_quoted_line() {
     assert_eq!(out.code, 0);
     assert_eq!(
         out.stdout_text(),
-        "omp -p --mode=json --approval-mode=write --no-session --model anthropic/claude-sonnet \
+        "omp -p --mode=json --approval-mode=write --no-session --no-extensions --no-skills --no-rules \
+         --model anthropic/claude-sonnet \
          --thinking high --max-time 540 -- $'it\\'s a\\ntest'\n"
     );
     // The line means the same argv to a shell that reads it back.
@@ -117,7 +121,7 @@ fn json_carries_argv_policy_plan_and_warnings() {
         out.json(),
         json!({
             "runtime": "omp",
-            "argv": ["omp", "-p", "--mode=json", "--approval-mode=write", "--no-session",
+            "argv": ["omp", "-p", "--mode=json", "--approval-mode=write", "--no-session", "--no-extensions", "--no-skills", "--no-rules",
                      "--model", "anthropic/claude-sonnet", "--max-time", "540", "--plan-yolo",
                      "--plan-yolo-into", "anthropic/claude-sonnet", "--", "Plan it"],
             "staged": [],
@@ -244,6 +248,9 @@ fn claude_reports_the_session_it_starts() {
         argv,
         [
             "claude",
+            "--strict-mcp-config",
+            "--setting-sources",
+            "user",
             "--session-id",
             &id,
             "-p",
@@ -257,13 +264,13 @@ fn claude_reports_the_session_it_starts() {
     assert_eq!(&id[14..15], "4", "a version-4 UUID: {id}");
     let out = env.run(&["claude", "--stream", "--", "Initialize"]);
     let argv = out.argv();
-    let id = &argv[2];
+    let id = &argv[5];
     assert_eq!(
         out.stderr,
         format!("moot-render: claude session id {id}: store it only if the run succeeds\n")
     );
     assert_eq!(
-        argv[3..],
+        argv[6..],
         [
             "-p",
             "--output-format",
@@ -275,7 +282,7 @@ fn claude_reports_the_session_it_starts() {
         ]
     );
     let other = env.run(&["claude", "--", "Initialize"]).argv();
-    assert_ne!(&other[2], id, "every start gets its own session id");
+    assert_ne!(&other[5], id, "every start gets its own session id");
 }
 
 #[test]
@@ -283,6 +290,11 @@ fn runtime_defaults_come_from_the_environment_after_the_flags() {
     let env = Env::new()
         .var("MOOT_CODEX_DEFAULT_MODEL", "gpt-5.5-codex")
         .var("MOOT_CODEX_DEFAULT_EFFORT", "high");
+    // codex is told the repository under review (its working directory) is untrusted.
+    let untrusted = format!(
+        r#"projects={{"{}"={{trust_level="untrusted"}}}}"#,
+        std::fs::canonicalize(env.work()).unwrap().display()
+    );
     assert_eq!(
         env.run(&["codex", "--", "review"]).argv(),
         [
@@ -293,6 +305,9 @@ fn runtime_defaults_come_from_the_environment_after_the_flags() {
             "gpt-5.5-codex",
             "-c",
             "model_reasoning_effort=high",
+            "-c",
+            &untrusted,
+            "--ignore-rules",
             "--",
             "review"
         ]
@@ -331,13 +346,18 @@ fn an_environment_that_is_not_utf8_is_no_obstacle() {
         .var("LC_WEIRD", std::ffi::OsStr::from_bytes(b"\xff\xfe"))
         .var("MOOT_OMP_DEFAULT_MODEL", "a/b");
     let argv = env.run(&["omp", "--", "x"]).argv();
-    assert_eq!(argv[5..7], ["--model", "a/b"]);
+    assert_eq!(argv[8..10], ["--model", "a/b"]);
     assert_eq!(env.run(&["--list"]).code, 0);
 }
 
 #[test]
 fn every_runtime_renders() {
     let env = Env::new();
+    let untrusted = format!(
+        r#"projects={{"{}"={{trust_level="untrusted"}}}}"#,
+        std::fs::canonicalize(env.work()).unwrap().display()
+    );
+    let untrusted = untrusted.as_str();
     let cases: &[(&[&str], &[&str])] = &[
         (
             &["omp"],
@@ -347,6 +367,9 @@ fn every_runtime_renders() {
                 "--mode=json",
                 "--approval-mode=yolo",
                 "--no-session",
+                "--no-extensions",
+                "--no-skills",
+                "--no-rules",
                 "--",
                 "go",
             ],
@@ -368,12 +391,26 @@ fn every_runtime_renders() {
         ),
         (
             &["codex", "--session", "last"],
-            &["codex", "exec", "--json", "resume", "--last", "--", "go"],
+            &[
+                "codex",
+                "exec",
+                "--json",
+                "resume",
+                "-c",
+                untrusted,
+                "--ignore-rules",
+                "--last",
+                "--",
+                "go",
+            ],
         ),
         (
             &["claude", "--session", "last"],
             &[
                 "claude",
+                "--strict-mcp-config",
+                "--setting-sources",
+                "user",
                 "--continue",
                 "-p",
                 "--output-format",
@@ -384,7 +421,18 @@ fn every_runtime_renders() {
         ),
         (
             &["pi"],
-            &["pi", "-p", "--mode", "json", "--no-skills", "go"],
+            &[
+                "pi",
+                "-p",
+                "--mode",
+                "json",
+                "--no-skills",
+                "--no-extensions",
+                "--no-prompt-templates",
+                "--no-themes",
+                "--offline",
+                "go",
+            ],
         ),
         (
             &["shell", "--session", "cat"],
@@ -454,6 +502,7 @@ struct Entry {
     prompt_staging: Staging,
     prompt_ceiling: Option<u64>,
     usage_source: String,
+    repo_code: Vec<String>,
 }
 
 #[derive(Debug, Deserialize, PartialEq)]

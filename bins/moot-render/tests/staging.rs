@@ -84,6 +84,13 @@ fn at_102400_bytes_omp_gets_an_attachment_and_a_pointer() {
             "--mode=json",
             "--approval-mode=yolo",
             "--no-session",
+            "--no-extensions",
+            "--no-skills",
+            "--no-extensions",
+            "--no-prompt-templates",
+            "--no-themes",
+            "--offline",
+            "--no-rules",
             "--model",
             "a/b",
             &at_file,
@@ -109,7 +116,7 @@ fn at_5242880_bytes_omp_still_stages() {
     let argv = env.run(&["omp", "--prompt-file", "job.md"]).argv();
     let dir = the_staged_dir(&env, prompt.as_bytes());
     let file = dir.join("prompt.md").display().to_string();
-    assert_eq!(argv[5], format!("@{file}"));
+    assert_eq!(argv[8], format!("@{file}"));
 }
 
 /// Regression: `--format json|sh` staged a 0600 prompt under /tmp that nothing removed. A
@@ -218,6 +225,10 @@ fn pi_stages_a_prompt_it_would_read_as_a_flag_or_a_file() {
                 "--mode",
                 "json",
                 "--no-skills",
+                "--no-extensions",
+                "--no-prompt-templates",
+                "--no-themes",
+                "--offline",
                 &format!("@{}", dir.join("prompt.md").display()),
                 POINTER
             ]
