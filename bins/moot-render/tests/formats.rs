@@ -323,6 +323,9 @@ fn runtime_defaults_come_from_the_environment_after_the_flags() {
             "o3",
             "-c",
             "model_reasoning_effort=low",
+            "-c",
+            &untrusted,
+            "--ignore-rules",
             "--",
             "review"
         ]
