@@ -162,9 +162,9 @@ moot_check_managed_files() {
         [ ! -e "$MOSAIC_TURN_MARKER" ] && [ ! -L "$MOSAIC_TURN_MARKER" ] ||
             moot_die 2 "MOSAIC_TURN_MARKER ($MOSAIC_TURN_MARKER) exists before the turn: give a fresh path"
         moot_check_harness_dir MOSAIC_TURN_MARKER "${MOSAIC_TURN_MARKER%/*}"
-        moot_marker_dir_real=$(cd -P -- "${TMPDIR:-/tmp}" 2>/dev/null && pwd) || moot_marker_dir_real=
+        moot_tmp_real=$(cd -P -- "${TMPDIR:-/tmp}" 2>/dev/null && pwd) || moot_tmp_real=
         case ${MOSAIC_TURN_MARKER%/*} in
-            /tmp | /var/tmp | /dev/shm | "$moot_marker_dir_real")
+            /tmp | /var/tmp | /dev/shm | "$moot_tmp_real")
                 moot_die 2 "MOSAIC_TURN_MARKER ($MOSAIC_TURN_MARKER) is in a shared temporary directory: give one of the session's own" ;;
         esac
     fi

@@ -1554,6 +1554,22 @@ fn operator_git(dir: &Path, args: &[&str]) -> Output {
         .expect("run git")
 }
 
+/// `moot-run --status-file STATUS --protect REPO -- sh -c SCRIPT`, run in REPO: a job in its
+/// worktree.
+fn job_in(repo: &Path, status: &Path, script: &str) -> Command {
+    let mut command = sh(
+        &[
+            "--status-file",
+            status.to_str().unwrap(),
+            "--protect",
+            repo.to_str().unwrap(),
+        ],
+        script,
+    );
+    command.current_dir(repo);
+    command
+}
+
 /// A git repository with one commit, in a fresh directory.
 fn repository() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -1592,16 +1608,8 @@ fn nothing_the_job_writes_in_git_runs_when_the_operator_runs_git() {
         hooks = dir.path().join("hooks").display(),
         evil = dir.path().join("evil").display(),
     );
-    let mut command = sh(
-        &[
-            "--status-file",
-            status.to_str().unwrap(),
-            "--protect",
-            repo.to_str().unwrap(),
-        ],
-        &attack,
-    );
-    let out = output(command.current_dir(&repo));
+    let mut command = job_in(&repo, &status, &attack);
+    let out = output(&mut command);
     assert_eq!(out.status.code(), Some(122), "{}", stderr(&out));
     assert_stderr_has(&out, "protected path");
     let outcome = status_file(&status);
@@ -1642,20 +1650,8 @@ fn a_job_that_commits_on_its_branch_is_not_tampering() {
         git -c user.name=agent -c user.email=a@example.com commit -q -m one
         echo two >> a.txt
         git -c user.name=agent -c user.email=a@example.com commit -q -am two";
-    let mut command = sh(
-        &[
-            "--status-file",
-            status.to_str().unwrap(),
-            "--protect",
-            repo.to_str().unwrap(),
-        ],
-        work,
-    );
-    let out = output(
-        command
-            .current_dir(&repo)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null"),
-    );
+    let mut command = job_in(&repo, &status, work);
+    let out = output(command.env("GIT_CONFIG_GLOBAL", "/dev/null"));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(status_file(&status).tampered, None);
     let log = operator_git(&repo, &["log", "--format=%s", "job"]);
@@ -1695,16 +1691,8 @@ fn a_bare_repository_planted_at_the_worktree_root_is_never_read() {
         echo garbage > .git/HEAD"#,
         pwned = pwned.display(),
     );
-    let mut command = sh(
-        &[
-            "--status-file",
-            status.to_str().unwrap(),
-            "--protect",
-            repo.to_str().unwrap(),
-        ],
-        &attack,
-    );
-    let out = output(command.current_dir(&repo));
+    let mut command = job_in(&repo, &status, &attack);
+    let out = output(&mut command);
     assert_eq!(out.status.code(), Some(122), "{}", stderr(&out));
     let tampered = status_file(&status)
         .tampered
