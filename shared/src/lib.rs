@@ -20,6 +20,7 @@ pub mod ndjson;
 pub mod outcome;
 pub mod parse;
 pub mod private_file;
+pub mod private_state;
 pub mod privilege;
 pub mod profile;
 pub mod protect;

@@ -22,6 +22,7 @@ use anyhow::{anyhow, Context};
 
 use crate::exec::resolve_program;
 use crate::model::{Access, Needs, Place, PROXY_VARS};
+use crate::private_state::{Carried, PrivateState};
 
 /// A declared place on this machine: where it is, and making it when the CLI would.
 trait PlaceOnHost {
@@ -89,6 +90,19 @@ impl Env {
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_os_str())
     }
+
+    /// This environment as the CLI has it in a private state: `HOME` is `home`, and `unset`
+    /// are not set, so every place they would move is below that home.
+    fn private(&self, home: &Path, unset: &[&str]) -> Env {
+        let mut vars: Vec<(OsString, OsString)> = self
+            .vars
+            .iter()
+            .filter(|(k, _)| k != "HOME" && !unset.iter().any(|u| k == u))
+            .cloned()
+            .collect();
+        vars.push(("HOME".into(), home.into()));
+        Env { vars }
+    }
 }
 
 /// One grant of a profile, with its reason.
@@ -108,6 +122,8 @@ pub struct Profile {
     pub env: Vec<(String, String, String)>,
     /// Files handed to the command in memory, `(VAR, text, why)` (see [`Needs::files`]).
     pub files: Vec<(&'static str, &'static str, &'static str)>,
+    /// The seat's private state (`--state`): made and filled before the command runs.
+    pub state: Option<PrivateState>,
 }
 
 impl fmt::Display for Profile {
@@ -132,6 +148,20 @@ impl fmt::Display for Profile {
         for (name, _, why) in &self.files {
             writeln!(f, "# hands ${name} a sealed in-memory file\t# {why}")?;
         }
+        if let Some(state) = &self.state {
+            for name in &state.unset {
+                writeln!(f, "# unsets {name}\t# its place is in the private state")?;
+            }
+            for carried in &state.carried {
+                writeln!(
+                    f,
+                    "# copies {} to {}\t# {}, as the operator has it before the job",
+                    carried.from.display(),
+                    carried.to.display(),
+                    carried.why
+                )?;
+            }
+        }
         Ok(())
     }
 }
@@ -141,9 +171,16 @@ fn shell_word(path: &Path) -> String {
 }
 
 /// Derives the profile of a CLI whose program resolves to `program`, for a runtime that
-/// declares `needs`, in `env`. Fails, naming what is missing, when the program's interpreter
-/// cannot be found.
-pub fn derive(runtime: &str, needs: &Needs, program: &Path, env: &Env) -> anyhow::Result<Profile> {
+/// declares `needs`, in `env`, its state kept in `state` (a CLI that writes state needs one: the
+/// operator's own config and state directories are never granted). Fails, naming what is
+/// missing, when the program's interpreter cannot be found.
+pub fn derive(
+    runtime: &str,
+    needs: &Needs,
+    program: &Path,
+    env: &Env,
+    state: Option<&Path>,
+) -> anyhow::Result<Profile> {
     let mut profile = Profile::default();
     let path_var = env.get("PATH").map(OsString::from);
     // The home as given and as it resolves: install paths are compared resolved, and a home
@@ -159,9 +196,31 @@ pub fn derive(runtime: &str, needs: &Needs, program: &Path, env: &Env) -> anyhow
         homes: &homes,
     };
     install_tree(runtime, program, &host, &mut profile, 0)?;
+    // Where the CLI's places are: in the private state, or (for a CLI that writes none, or a
+    // place no variable of the state moves) where the operator has them.
+    let private = match state {
+        Some(dir) => {
+            refuse_shared_state(runtime, env, &homes, dir)?;
+            Some(plan_state(runtime, needs, env, dir))
+        }
+        None if needs.written().next().is_some() => anyhow::bail!(
+            "{runtime} writes state (sessions, caches, its config): give --state DIR, a \
+             directory of this job or session for its private HOME (made when absent)"
+        ),
+        None => None,
+    };
+    let seat_env = private
+        .as_ref()
+        .map(|(seat_env, _)| seat_env)
+        .unwrap_or(env);
+    let in_state = |path: &Path| {
+        private
+            .as_ref()
+            .is_some_and(|(_, state)| path.starts_with(&state.dir))
+    };
     for place in needs.places {
-        if let Some((path, source)) = place.locate(env) {
-            if place.ensure(&path) {
+        if let Some((path, source)) = place.locate(seat_env) {
+            if !in_state(&path) && place.ensure(&path) {
                 profile.grant(
                     path,
                     place.access,
@@ -178,14 +237,16 @@ pub fn derive(runtime: &str, needs: &Needs, program: &Path, env: &Env) -> anyhow
         .collect();
     profile.files = needs.files.to_vec();
     if let Some(place) = &needs.temp {
-        if let Some((path, source)) = place.locate(env) {
-            if place.ensure(&path) {
+        if let Some((path, source)) = place.locate(seat_env) {
+            if in_state(&path) || place.ensure(&path) {
                 let shown = path.display().to_string();
-                profile.grant(
-                    path,
-                    Access::ReadWrite,
-                    format!("{runtime} {} ({source})", place.why),
-                );
+                if !in_state(&path) {
+                    profile.grant(
+                        path,
+                        Access::ReadWrite,
+                        format!("{runtime} {} ({source})", place.why),
+                    );
+                }
                 profile.env.push((
                     "TMPDIR".into(),
                     shown,
@@ -196,8 +257,137 @@ pub fn derive(runtime: &str, needs: &Needs, program: &Path, env: &Env) -> anyhow
             }
         }
     }
+    if let Some((_, state)) = private {
+        profile.grant(
+            state.dir.clone(),
+            Access::ReadWrite,
+            format!(
+                "{runtime}'s private state (--state): its HOME and every place it writes, the \
+                 operator's configuration copied in before the job"
+            ),
+        );
+        profile.env.push((
+            "HOME".into(),
+            state.home.display().to_string(),
+            format!("{runtime}'s private HOME: nothing the operator's own {runtime} reads"),
+        ));
+        profile.state = Some(state);
+    }
     profile.dedup();
     Ok(profile)
+}
+
+/// A state that is, holds or lies in the operator's home (as `$HOME` names it and as the user
+/// database does), or overlaps a place of any runtime's CLI, would hand the seat what the
+/// operator's shell, git or CLIs later read: refused.
+fn refuse_shared_state(
+    runtime: &str,
+    env: &Env,
+    homes: &[PathBuf],
+    dir: &Path,
+) -> anyhow::Result<()> {
+    let resolved = resolved_as_far_as_it_exists(dir);
+    let both = |path: &Path| [Some(path.to_path_buf()), fs::canonicalize(path).ok()];
+    let overlaps = |other: &Path| {
+        [dir, resolved.as_path()]
+            .iter()
+            .any(|d| d.starts_with(other) || other.starts_with(d))
+    };
+    let database_home = nix::unistd::User::from_uid(nix::unistd::geteuid())
+        .ok()
+        .flatten()
+        .map(|user| user.dir);
+    let all_homes = homes
+        .iter()
+        .cloned()
+        .chain(database_home.iter().flat_map(|h| both(h)).flatten());
+    for home in all_homes {
+        if overlaps(&home) {
+            anyhow::bail!(
+                "--state ({}) is, holds or lies in the home {}: give a directory of the job's \
+                 own outside it",
+                dir.display(),
+                home.display()
+            );
+        }
+    }
+    for meta in crate::registry::all() {
+        let needs = &meta.needs;
+        for place in needs.written().chain(needs.url_files).chain(needs.carried) {
+            let Some((path, source)) = place.locate(env) else {
+                continue;
+            };
+            if both(&path).iter().flatten().any(|p| overlaps(p)) {
+                anyhow::bail!(
+                    "--state ({}) overlaps {}'s {} {} ({source}), which the operator's CLI \
+                     reads: give a directory of the job's own (for {runtime})",
+                    dir.display(),
+                    meta.name,
+                    place.why,
+                    path.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `path` with its longest existing ancestor resolved (links and `..`), the rest appended.
+pub fn resolved_as_far_as_it_exists(path: &Path) -> PathBuf {
+    let mut missing = Vec::new();
+    let mut existing = path;
+    loop {
+        if let Ok(real) = fs::canonicalize(existing) {
+            return missing.iter().rev().fold(real, |acc, name| acc.join(name));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                missing.push(name.to_os_string());
+                existing = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+/// The private state in `dir`: the environment the CLI sees there, the directories it writes,
+/// and the operator's files (provider config, credentials, settings) copied in.
+fn plan_state(runtime: &str, needs: &Needs, env: &Env, dir: &Path) -> (Env, PrivateState) {
+    let mut unset: Vec<&'static str> = needs.written().filter_map(|p| p.var).collect();
+    unset.sort_unstable();
+    unset.dedup();
+    let home = dir.join("home");
+    let seat_env = env.private(&home, &unset);
+    let dirs = needs
+        .written()
+        .filter(|place| place.dir)
+        .filter_map(|place| place.locate(&seat_env))
+        .map(|(path, _)| path)
+        .filter(|path| path.starts_with(dir))
+        .collect();
+    let carried = needs
+        .url_files
+        .iter()
+        .chain(needs.carried)
+        .filter_map(|place| {
+            let (from, _) = place.locate(env)?;
+            let (to, _) = place.locate(&seat_env)?;
+            to.starts_with(dir).then(|| Carried {
+                from,
+                to,
+                dir: place.dir,
+                why: format!("{runtime}'s {}", place.why),
+            })
+        })
+        .collect();
+    let state = PrivateState {
+        dir: dir.to_path_buf(),
+        home,
+        dirs,
+        carried,
+        unset,
+    };
+    (seat_env, state)
 }
 
 impl Profile {
@@ -561,7 +751,7 @@ mod tests {
             ),
             ("HOME", root.path().join("home").to_str().unwrap()),
         ]);
-        let profile = derive("omp", &Needs::NONE, &modules.join(".bin/omp"), &env).unwrap();
+        let profile = derive("omp", &Needs::NONE, &modules.join(".bin/omp"), &env, None).unwrap();
         let paths: Vec<(&Path, Access)> = profile
             .grants
             .iter()
@@ -583,7 +773,7 @@ mod tests {
         let program = root.path().join("bin/tool");
         executable(&program, "#!/usr/bin/env no-such-interpreter-xyz\n");
         let env = Env::from_pairs(&[("PATH", "/usr/bin")]);
-        let error = derive("omp", &Needs::NONE, &program, &env).unwrap_err();
+        let error = derive("omp", &Needs::NONE, &program, &env, None).unwrap_err();
         assert!(
             format!("{error:#}").contains("no-such-interpreter-xyz"),
             "{error:#}"
@@ -591,10 +781,11 @@ mod tests {
     }
 
     #[test]
-    fn places_follow_their_variables_and_ports_their_config() {
+    fn places_are_private_and_ports_come_from_the_operators_config() {
         let root = tempfile::tempdir().unwrap();
         let home = root.path().join("home");
         let moved = root.path().join("moved");
+        let state = root.path().join("state");
         fs::create_dir_all(home.join(".tool")).unwrap();
         fs::create_dir_all(&moved).unwrap();
         fs::write(
@@ -613,73 +804,140 @@ mod tests {
             env: &[],
             files: &[],
             temp: None,
-            url_files: &[Place::moved_by(
+            url_files: &[Place::moved_file(
                 "TOOL_HOME",
                 "config.toml",
                 ".tool/config.toml",
-                Access::Read,
                 "config",
             )],
+            carried: &[],
         };
         let unmoved = Env::from_pairs(&[("HOME", home.to_str().unwrap())]);
-        let profile = derive("tool", &NEEDS, &program, &unmoved).unwrap();
-        assert!(profile
-            .grants
-            .iter()
-            .any(|g| g.path == home.join(".tool") && g.access == Access::ReadWrite));
-        assert!(!profile.grants.iter().any(|g| g.path.ends_with(".absent")));
+        let error = derive("tool", &NEEDS, &program, &unmoved, None).unwrap_err();
+        assert!(format!("{error}").contains("give --state DIR"), "{error}");
+
         let moved_env = Env::from_pairs(&[
             ("HOME", home.to_str().unwrap()),
             ("TOOL_HOME", moved.to_str().unwrap()),
             ("TOOL_BASE_URL", "https://example.com:8443/"),
         ]);
-        let profile = derive("tool", &NEEDS, &program, &moved_env).unwrap();
-        assert!(profile
+        let profile = derive("tool", &NEEDS, &program, &moved_env, Some(&state)).unwrap();
+        // Nothing of the operator's is granted; the state is, and the CLI's places are in it.
+        let writable: Vec<&Path> = profile
             .grants
             .iter()
-            .any(|g| g.path == moved && g.why.contains("$TOOL_HOME")));
+            .filter(|g| g.access == Access::ReadWrite)
+            .map(|g| g.path.as_path())
+            .collect();
+        assert_eq!(writable, [state.as_path()], "{profile}");
+        assert!(!profile.grants.iter().any(|g| g.path.starts_with(&home)));
+        let private = profile.state.clone().unwrap();
+        assert_eq!(private.unset, ["TOOL_HOME"]);
+        assert_eq!(private.dirs, [state.join("home/.tool")]);
+        assert_eq!(private.carried.len(), 1);
+        assert_eq!(private.carried[0].from, moved.join("config.toml"));
+        assert_eq!(private.carried[0].to, state.join("home/.tool/config.toml"));
+        assert!(
+            profile.to_string().contains("# unsets TOOL_HOME"),
+            "{profile}"
+        );
         let ports: Vec<u16> = profile.connect.iter().map(|(p, _)| *p).collect();
         assert_eq!(ports, [8443, 18084]);
+
+        // The job's copy names another port: the next job's grant is still the operator's.
+        private.prepare(None).unwrap();
+        fs::write(
+            state.join("home/.tool/config.toml"),
+            "base_url = \"http://any-host:6379/\"",
+        )
+        .unwrap();
+        let profile = derive("tool", &NEEDS, &program, &moved_env, Some(&state)).unwrap();
+        let ports: Vec<u16> = profile.connect.iter().map(|(p, _)| *p).collect();
+        assert_eq!(ports, [8443, 18084]);
+
         // A proxy is the way out: its port is granted beside the provider's.
         let proxied = Env::from_pairs(&[
             ("HOME", home.to_str().unwrap()),
             ("https_proxy", "http://proxy.corp:3128"),
         ]);
-        let profile = derive("tool", &NEEDS, &program, &proxied).unwrap();
+        let profile = derive("tool", &NEEDS, &program, &proxied, Some(&state)).unwrap();
         let ports: Vec<u16> = profile.connect.iter().map(|(p, _)| *p).collect();
         assert_eq!(ports, [443, 3128]);
     }
 
+    /// Every runtime's profile, with every place the operator has moved and present: nothing
+    /// writable outside the private state, nothing of the operator's home granted but files
+    /// read (what --print-profile shows for every runtime).
+    #[test]
+    fn no_runtime_is_granted_a_writable_place_of_the_operators() {
+        let root = tempfile::tempdir().unwrap();
+        let home = root.path().join("home");
+        let state = root.path().join("state");
+        let program = root.path().join("bin/cli");
+        executable(&program, "\x7fELF");
+        for meta in crate::registry::all() {
+            let needs = &meta.needs;
+            let mut pairs = vec![("HOME".to_string(), home.display().to_string())];
+            for var in needs.variables() {
+                let dir = root.path().join("moved").join(var);
+                fs::create_dir_all(&dir).unwrap();
+                pairs.push((var.to_string(), dir.display().to_string()));
+            }
+            let pairs: Vec<(&str, &str)> = pairs
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            for env in [Env::from_pairs(&pairs[..1]), Env::from_pairs(&pairs)] {
+                let profile = derive(meta.name, needs, &program, &env, Some(&state)).unwrap();
+                for grant in &profile.grants {
+                    assert!(
+                        grant.access < Access::ReadWrite || grant.path == state,
+                        "{}: {profile}",
+                        meta.name
+                    );
+                    assert!(!grant.path.starts_with(&home), "{}: {profile}", meta.name);
+                }
+                let home_var = profile.env.iter().find(|(name, _, _)| name == "HOME");
+                assert_eq!(
+                    home_var.map(|(_, value, _)| PathBuf::from(value)),
+                    Some(state.join("home")),
+                    "{}: {profile}",
+                    meta.name
+                );
+            }
+        }
+    }
+
     /// claude's temporary directory is its private one: never the shared /tmp/claude-<uid>,
-    /// which another user can create first; only where the operator moved it.
+    /// which another user can create first, nor a directory the operator moved it to.
     #[test]
     fn claude_is_never_granted_a_shared_temporary_directory() {
         let root = tempfile::tempdir().unwrap();
         let home = root.path().join("home");
+        let state = root.path().join("state");
         fs::create_dir_all(home.join(".claude")).unwrap();
         let program = root.path().join("bin/claude");
         executable(&program, "\x7fELF");
         let needs = &crate::registry::find("claude").unwrap().needs;
-        let env = Env::from_pairs(&[("HOME", home.to_str().unwrap())]);
-        let profile = derive("claude", needs, &program, &env).unwrap();
-        assert!(
-            !profile
-                .grants
-                .iter()
-                .any(|g| g.path.to_string_lossy().starts_with("/tmp/claude-")),
-            "{profile}"
-        );
-        let tmpdir = profile.env.iter().find(|(name, _, _)| name == "TMPDIR");
-        assert_eq!(
-            tmpdir.map(|(_, value, _)| PathBuf::from(value)),
-            Some(home.join(".claude/tmp"))
-        );
         let moved = root.path().join("claude-tmp");
         let env = Env::from_pairs(&[
             ("HOME", home.to_str().unwrap()),
             ("CLAUDE_CODE_TMPDIR", moved.to_str().unwrap()),
         ]);
-        let profile = derive("claude", needs, &program, &env).unwrap();
-        assert!(profile.grants.iter().any(|g| g.path == moved), "{profile}");
+        let profile = derive("claude", needs, &program, &env, Some(&state)).unwrap();
+        assert!(
+            !profile
+                .grants
+                .iter()
+                .any(|g| g.path.to_string_lossy().starts_with("/tmp/claude-")
+                    || g.path.starts_with(&moved)),
+            "{profile}"
+        );
+        let tmpdir = profile.env.iter().find(|(name, _, _)| name == "TMPDIR");
+        assert_eq!(
+            tmpdir.map(|(_, value, _)| PathBuf::from(value)),
+            Some(state.join("home/.claude/tmp"))
+        );
+        assert!(profile.state.unwrap().unset.contains(&"CLAUDE_CODE_TMPDIR"));
     }
 }

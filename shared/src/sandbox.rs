@@ -158,6 +158,14 @@ pub struct SandboxArgs {
     #[arg(long, value_name = "RUNTIME")]
     pub profile: Option<String>,
 
+    /// Keep the CLI's state (its HOME, sessions, caches, temporary files) in DIR, a directory
+    /// of this job or of its managed session (made owner-only when absent), never in the
+    /// operator's own directories: --profile needs it for every CLI that writes state. Before
+    /// each run the operator's provider config, credentials and settings are copied in afresh;
+    /// the rest of DIR is kept, so a later run of the session finds its sessions.
+    #[arg(long, value_name = "DIR", requires = "profile")]
+    pub state: Option<PathBuf>,
+
     /// Print the grants --profile derives for the command, one flag a line with its reason,
     /// and exit without running it.
     #[arg(long, requires = "profile")]
@@ -234,6 +242,10 @@ fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusa
     // Resolved before the sandbox exists: PATH's directories need not be readable inside it.
     let program = resolve_program(&argv[0], std::env::var_os("PATH").as_deref())?;
     let profile = derive_profile(args, &program)?;
+    if let Some(state) = profile.as_ref().and_then(|p| p.state.as_ref()) {
+        let seat_user = identity.as_ref().map(|i| (i.uid.as_raw(), i.gid.as_raw()));
+        state.prepare(seat_user).map_err(Refusal::usage)?;
+    }
     let mut policy = Policy::from_args(args, &program)?;
     if let Some(profile) = &profile {
         policy.add_profile(profile);
@@ -286,7 +298,11 @@ fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusa
     let profile_env = profile.iter().flat_map(|p| &p.env);
     let handed = hand_files(profile.iter().flat_map(|p| &p.files))
         .map_err(|e| Refusal::cannot_enforce(e.context("cannot hand the CLI its files")))?;
-    let error = Command::new(&program)
+    let mut command = Command::new(&program);
+    for name in profile.iter().flat_map(|p| &p.state).flat_map(|s| &s.unset) {
+        command.env_remove(name);
+    }
+    let error = command
         .arg0(&argv[0])
         .args(&argv[1..])
         .envs(profile_env.map(|(name, value, _)| (name.as_str(), value.as_str())))
@@ -427,9 +443,46 @@ fn derive_profile(args: &SandboxArgs, program: &Path) -> Result<Option<Profile>,
             names.join(", ")
         ))
     })?;
-    profile::derive(runtime, &meta.needs, program, &profile::Env::current())
+    // The state is named absolute: the CLI finds its HOME wherever it changes directory to.
+    let state = args
+        .state
+        .as_deref()
+        .map(std::path::absolute)
+        .transpose()
+        .map_err(|e| Refusal::usage(anyhow!("--state: {e}")))?;
+    if let Some(state) = &state {
+        refuse_state_in_grant(state, args)?;
+    }
+    let env = profile::Env::current();
+    profile::derive(runtime, &meta.needs, program, &env, state.as_deref())
         .map(Some)
         .map_err(|e| Refusal::usage(anyhow!("--profile ({runtime}): {e:#}")))
+}
+
+/// A state inside (or holding) another writable grant is refused: the workspace's repository,
+/// or whatever else writes there, would choose what the CLI loads from its HOME.
+fn refuse_state_in_grant(state: &Path, args: &SandboxArgs) -> Result<(), Refusal> {
+    // Compared as given and with links resolved: a grant spelled through a link is the same.
+    let states = [
+        state.to_path_buf(),
+        profile::resolved_as_far_as_it_exists(state),
+    ];
+    for grant in args.rw.iter().chain(&args.rw_try) {
+        let grant = std::path::absolute(grant).unwrap_or_else(|_| grant.clone());
+        let grants = [grant.clone(), profile::resolved_as_far_as_it_exists(&grant)];
+        let overlap = states
+            .iter()
+            .any(|s| grants.iter().any(|g| s.starts_with(g) || g.starts_with(s)));
+        if overlap {
+            return Err(Refusal::usage(anyhow!(
+                "--state ({}) is inside or holds the writable grant {}, where what the CLI \
+                 loads from its HOME could be planted: give a directory of the job's own",
+                state.display(),
+                grant.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `--print-profile`: the grants `--profile` derives for the command, on stdout; nothing runs.

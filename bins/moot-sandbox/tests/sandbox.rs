@@ -7,7 +7,7 @@ use std::fs;
 use std::io::Read;
 use std::net::TcpListener;
 use std::os::linux::net::SocketAddrExt;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::{SocketAddr, UnixListener};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -1095,11 +1095,26 @@ fn a_profile_derives_the_install_tree_and_a_denial_names_the_missing_grant() {
             .output()
             .unwrap()
     };
-    let profiled = run(&["--profile", "pi"]);
+    let state = root_path.join("state");
+    let state_flag = state.to_str().unwrap();
+    let profiled = run(&["--profile", "pi", "--state", state_flag]);
     assert_eq!(stdout(&profiled), "ran\n", "{}", stderr(&profiled));
     assert!(
-        home.join(".pi").is_dir(),
-        "pi's state directory was not made"
+        state.join("home/.pi").is_dir(),
+        "pi's state directory was not made in its private state"
+    );
+    assert!(
+        !home.join(".pi").exists(),
+        "the operator's home was written"
+    );
+
+    // A CLI that writes state has it private or does not run.
+    let stateless = run(&["--profile", "pi"]);
+    assert_eq!(stateless.status.code(), Some(2));
+    assert!(
+        stderr(&stateless).contains("give --state DIR"),
+        "{}",
+        stderr(&stateless)
     );
 
     let bare = run(&[]);
@@ -1117,7 +1132,7 @@ fn a_profile_derives_the_install_tree_and_a_denial_names_the_missing_grant() {
         )
     );
 
-    let printed = run(&["--profile", "pi", "--print-profile"]);
+    let printed = run(&["--profile", "pi", "--state", state_flag, "--print-profile"]);
     assert_eq!(printed.status.code(), Some(0));
     assert!(stdout(&printed).contains(&format!(
         "--rx {}\t# pi's program is in this npm package tree\n",
@@ -1127,6 +1142,214 @@ fn a_profile_derives_the_install_tree_and_a_denial_names_the_missing_grant() {
         stdout(&printed).contains("--connect 443\t"),
         "{}",
         stdout(&printed)
+    );
+}
+
+/// The CLI's state is private: its HOME is the state's, the operator's provider config is copied
+/// in (and the port comes from the operator's copy), and nothing it writes reaches the
+/// operator's config, which the operator's next, unconfined run of the CLI would load.
+#[test]
+fn a_profile_keeps_the_clis_state_private_and_the_operators_config_unwritten() {
+    if !kernel_has(
+        4,
+        "a_profile_keeps_the_clis_state_private_and_the_operators_config_unwritten",
+    ) {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let root_path = fs::canonicalize(root.path()).unwrap();
+    let (modules, path) = npm_install(&root_path);
+    let home = root_path.join("home");
+    let agent_dir = home.join(".pi/agent");
+    fs::create_dir_all(&agent_dir).unwrap();
+    fs::write(
+        agent_dir.join("models.json"),
+        r#"{"providers":{"fake":{"baseUrl":"http://127.0.0.1:18123/v1"}}}"#,
+    )
+    .unwrap();
+    fs::write(agent_dir.join("auth.json"), "{}").unwrap();
+    // The CLI: where its HOME is, what config it finds, and a plant in each agent directory.
+    write_with_mode(
+        modules.join("fakebun/bin/fakebun"),
+        format!(
+            "#!/bin/sh\necho \"$HOME\"\ncat \"$HOME/.pi/agent/models.json\"; echo\n\
+             mkdir -p \"$HOME/.pi/agent/extensions\" && echo x > \"$HOME/.pi/agent/extensions/p.ts\" \
+             && echo planted-own\n\
+             mkdir -p {op}/extensions 2>/dev/null; echo x > {op}/extensions/p.ts 2>/dev/null \
+             || echo denied-operator\n\
+             echo '\"http://any-host:6379\"' >> \"$HOME/.pi/agent/models.json\"\n",
+            op = agent_dir.display()
+        ),
+        0o755,
+    );
+    let state = root_path.join("state");
+    let run = |extra: &[&str]| {
+        Command::new(BIN)
+            .args(["--profile", "pi", "--state", state.to_str().unwrap()])
+            .args(extra)
+            .args(["--", "tool"])
+            .env("PATH", &path)
+            .env("HOME", &home)
+            .env("PI_CODING_AGENT_DIR", &agent_dir)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    for _ in 0..2 {
+        let out = run(&[]);
+        assert_eq!(
+            stdout(&out),
+            format!(
+                "{}\n{}\nplanted-own\ndenied-operator\n",
+                state.join("home").display(),
+                fs::read_to_string(agent_dir.join("models.json")).unwrap()
+            ),
+            "{}",
+            stderr(&out)
+        );
+        assert!(!agent_dir.join("extensions").exists());
+        // The next run's grant is the operator's port, whatever the job wrote in its copy.
+        let printed = stdout(&run(&["--print-profile"]));
+        assert!(printed.contains("--connect 18123\t"), "{printed}");
+        assert!(!printed.contains("6379"), "{printed}");
+        assert!(
+            printed.contains("# unsets PI_CODING_AGENT_DIR"),
+            "{printed}"
+        );
+        for line in printed.lines().filter(|l| l.starts_with("--rw ")) {
+            assert!(
+                line.starts_with(&format!("--rw {}\t", state.display())),
+                "{printed}"
+            );
+        }
+    }
+    assert_eq!(
+        fs::read(state.join("home/.pi/agent/auth.json")).unwrap(),
+        b"{}"
+    );
+
+    // A state that is, holds or lies in the operator's home, lies in any CLI's own directories
+    // or in another writable grant (a workspace the repository fills), however spelled, or
+    // whose parent is reached through a link, is refused before anything is made.
+    let ws = root_path.join("ws");
+    let codex_home = root_path.join("codex-home");
+    let other = root_path.join("other");
+    for made in [&ws, &codex_home, &other] {
+        fs::create_dir(made).unwrap();
+    }
+    let wslink = root_path.join("wslink");
+    std::os::unix::fs::symlink(&ws, &wslink).unwrap();
+    std::os::unix::fs::symlink(&other, root_path.join("otherlink")).unwrap();
+    let in_home = "is, holds or lies in the home";
+    let in_grant = "inside or holds the writable grant";
+    for (state, grant, says) in [
+        (home.clone(), None, in_home),
+        (root_path.clone(), None, in_home),
+        (home.join("jobs"), None, in_home),
+        (codex_home.join("seat"), None, "overlaps codex's"),
+        (ws.join(".state"), Some(&ws), in_grant),
+        (ws.join(".state"), Some(&wslink), in_grant),
+        (
+            root_path.join("otherlink/st"),
+            None,
+            "has a link or '..' in its path",
+        ),
+    ] {
+        let mut command = Command::new(BIN);
+        command.args(["--profile", "pi", "--state"]).arg(&state);
+        if let Some(grant) = grant {
+            command.arg("--rw").arg(grant);
+        }
+        let out = command
+            .args(["--", "tool"])
+            .env("PATH", &path)
+            .env("HOME", &home)
+            .env("PI_CODING_AGENT_DIR", &agent_dir)
+            .env("CODEX_HOME", &codex_home)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+        assert!(stderr(&out).contains(says), "{}", stderr(&out));
+        for made in [
+            home.join("jobs"),
+            codex_home.join("seat"),
+            ws.join(".state"),
+            other.join("st"),
+        ] {
+            assert!(!made.exists(), "{}", made.display());
+        }
+    }
+}
+
+/// A root CI container's seat as another user: the private state is that user's (made by root
+/// where the user cannot write, then given to it), the operator's root-only config is copied in
+/// for it, and a state of root's is refused for it.
+#[test]
+fn a_user_seats_private_state_is_that_users_with_the_operators_config_copied_in() {
+    if !root_with_landlock(
+        1,
+        "a_user_seats_private_state_is_that_users_with_the_operators_config_copied_in",
+    ) {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let root_path = fs::canonicalize(root.path()).unwrap();
+    // Only enterable by others, as a CI job's stage directory would be.
+    fs::set_permissions(&root_path, fs::Permissions::from_mode(0o711)).unwrap();
+    let (modules, path) = npm_install(&root_path);
+    let home = root_path.join("home");
+    fs::create_dir_all(home.join(".pi/agent")).unwrap();
+    fs::set_permissions(&home, fs::Permissions::from_mode(0o700)).unwrap();
+    write_with_mode(home.join(".pi/agent/models.json"), "{}", 0o600);
+    write_with_mode(
+        modules.join("fakebun/bin/fakebun"),
+        "#!/bin/sh\nid -u\ncat \"$HOME/.pi/agent/models.json\"; echo\n\
+         touch \"$HOME/.pi/written\" && echo wrote\n",
+        0o755,
+    );
+    let run = |state: &Path| {
+        Command::new(BIN)
+            .args(["--user", "65534:65534", "--profile", "pi", "--state"])
+            .arg(state)
+            .args(["--", "tool"])
+            .env("PATH", &path)
+            .env("HOME", &home)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let state = root_path.join("state");
+    let out = run(&state);
+    assert_eq!(stdout(&out), "65534\n{}\nwrote\n", "{}", stderr(&out));
+    for made in [&state, &state.join("home/.pi/agent/models.json")] {
+        assert_eq!(
+            fs::metadata(made).unwrap().uid(),
+            65534,
+            "{}",
+            made.display()
+        );
+    }
+    assert_eq!(
+        fs::metadata(state.join("home/.pi/agent/models.json"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+    let again = run(&state);
+    assert_eq!(stdout(&again), "65534\n{}\nwrote\n", "{}", stderr(&again));
+
+    let roots = root_path.join("roots");
+    fs::create_dir(&roots).unwrap();
+    fs::set_permissions(&roots, fs::Permissions::from_mode(0o700)).unwrap();
+    let refused = run(&roots);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("belongs to uid 0, not to the seat's user"),
+        "{}",
+        stderr(&refused)
     );
 }
 
@@ -1147,10 +1370,14 @@ fn an_npm_install_in_the_home_does_not_grant_the_home() {
     fs::write(home.join(".ssh/id_ed25519"), "PRIVATE KEY").unwrap();
     write_with_mode(
         modules.join("fakebun/bin/fakebun"),
-        "#!/bin/sh\nhead -c 1 \"$1\" >/dev/null && head -c 1 \"$HOME/package.json\" >/dev/null && \
-         echo ran\ncat \"$HOME/.ssh/id_ed25519\" 2>/dev/null || echo denied\n",
+        format!(
+            "#!/bin/sh\nhead -c 1 \"$1\" >/dev/null && head -c 1 {home}/package.json >/dev/null \
+             && echo ran\ncat {home}/.ssh/id_ed25519 2>/dev/null || echo denied\n",
+            home = home.display()
+        ),
         0o755,
     );
+    let state = root_path.join("state");
     // (Independent attack) the home reached through a link is still the home.
     let linked = root_path.join("homelink");
     std::os::unix::fs::symlink(&home, &linked).unwrap();
@@ -1165,9 +1392,10 @@ fn an_npm_install_in_the_home_does_not_grant_the_home() {
                 .output()
                 .unwrap()
         };
-        let profiled = run(&["--profile", "pi"]);
+        let state = ["--profile", "pi", "--state", state.to_str().unwrap()];
+        let profiled = run(&state);
         assert_eq!(stdout(&profiled), "ran\ndenied\n", "{}", stderr(&profiled));
-        let printed = stdout(&run(&["--profile", "pi", "--print-profile"]));
+        let printed = stdout(&run(&[&state[..], &["--print-profile"]].concat()));
         // Listed, never read: only its package.json is.
         assert!(printed.contains("--ls "), "{printed}");
         assert!(printed.contains("/package.json\t"), "{printed}");

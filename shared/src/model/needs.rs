@@ -57,6 +57,19 @@ impl Place {
         }
     }
 
+    /// A file a variable moves, under `$HOME` without it.
+    pub const fn moved_file(
+        var: &'static str,
+        below_var: &'static str,
+        below_home: &'static str,
+        why: &'static str,
+    ) -> Self {
+        Place {
+            dir: false,
+            ..Place::moved_by(var, below_var, below_home, Access::Read, why)
+        }
+    }
+
     /// A file under `$HOME` only.
     pub const fn home_file(below_home: &'static str, access: Access, why: &'static str) -> Self {
         Place {
@@ -95,6 +108,10 @@ pub struct Needs {
     pub url_vars: &'static [&'static str],
     /// Provider configuration files whose URLs name the endpoints.
     pub url_files: &'static [Place],
+    /// What else of the operator's configuration the CLI needs to run (credentials, settings),
+    /// copied with `url_files` into the seat's private state before each job (src/profile.rs):
+    /// a file, or a directory whose files are copied (not what is below them).
+    pub carried: &'static [Place],
     /// Variables set for the CLI when it runs under the profile, with why.
     pub env: &'static [(&'static str, &'static str, &'static str)],
     /// Files the CLI reads that moot writes, as `(VAR, text, why)`: moot-sandbox hands each to
@@ -126,8 +143,18 @@ impl Needs {
             .places
             .iter()
             .chain(self.url_files)
+            .chain(self.carried)
             .filter_map(|p| p.var);
         places.chain(self.url_vars.iter().copied())
+    }
+
+    /// The places the CLI writes: its state, config, caches and temporary files. Under a
+    /// profile they live in the seat's private state, never the operator's.
+    pub fn written(&self) -> impl Iterator<Item = &Place> + '_ {
+        self.places
+            .iter()
+            .filter(|p| p.access == Access::ReadWrite)
+            .chain(&self.temp)
     }
 
     /// A runtime that needs nothing but its install tree (shell, mock).
@@ -135,6 +162,7 @@ impl Needs {
         places: &[],
         url_vars: &[],
         url_files: &[],
+        carried: &[],
         env: &[],
         files: &[],
         temp: None,

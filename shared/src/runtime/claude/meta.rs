@@ -80,6 +80,27 @@ pub static META: Meta = Meta {
         ],
         url_vars: &["ANTHROPIC_BASE_URL"],
         url_files: &[],
+        // claude reads `.claude.json` beside its settings when CLAUDE_CONFIG_DIR moves them.
+        carried: &[
+            Place::moved_file(
+                "CLAUDE_CONFIG_DIR",
+                "settings.json",
+                ".claude/settings.json",
+                "settings",
+            ),
+            Place::moved_file(
+                "CLAUDE_CONFIG_DIR",
+                ".credentials.json",
+                ".claude/.credentials.json",
+                "credentials (claude login)",
+            ),
+            Place::moved_file(
+                "CLAUDE_CONFIG_DIR",
+                ".claude.json",
+                ".claude.json",
+                "account and onboarding state",
+            ),
+        ],
         env: &[(
             "IS_SANDBOX",
             "1",

@@ -61,12 +61,17 @@ pub static META: Meta = Meta {
             "home: config, sessions, logs",
         )],
         url_vars: &["OPENAI_BASE_URL"],
-        url_files: &[Place::moved_by(
+        url_files: &[Place::moved_file(
             "CODEX_HOME",
             "config.toml",
             ".codex/config.toml",
-            Access::Read,
             "provider config",
+        )],
+        carried: &[Place::moved_file(
+            "CODEX_HOME",
+            "auth.json",
+            ".codex/auth.json",
+            "credentials (codex login)",
         )],
         env: &[],
         files: &[],

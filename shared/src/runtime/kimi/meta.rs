@@ -54,12 +54,18 @@ pub static KIMI: Meta = Meta {
             "home: config and sessions",
         )],
         url_vars: &["KIMI_BASE_URL"],
-        url_files: &[Place::moved_by(
+        url_files: &[Place::moved_file(
             "KIMI_CODE_HOME",
             "config.toml",
             ".kimi-code/config.toml",
-            Access::Read,
             "provider config",
+        )],
+        carried: &[Place::moved_by(
+            "KIMI_CODE_HOME",
+            "credentials",
+            ".kimi-code/credentials",
+            Access::Read,
+            "credentials (kimi login)",
         )],
         env: &[],
         files: &[],
@@ -93,12 +99,18 @@ pub static KIMI_CLI: Meta = Meta {
             "config, sessions and logs",
         )],
         url_vars: &["KIMI_BASE_URL"],
-        url_files: &[Place::moved_by(
+        url_files: &[Place::moved_file(
             "KIMI_SHARE_DIR",
             "config.toml",
             ".kimi/config.toml",
-            Access::Read,
             "provider config",
+        )],
+        carried: &[Place::moved_by(
+            "KIMI_SHARE_DIR",
+            "credentials",
+            ".kimi/credentials",
+            Access::Read,
+            "credentials (kimi login)",
         )],
         env: &[],
         files: &[],

@@ -76,13 +76,34 @@ pub static META: Meta = Meta {
             ),
         ],
         url_vars: &[],
-        url_files: &[Place::moved_by(
+        url_files: &[Place::moved_file(
             "PI_CODING_AGENT_DIR",
             "models.yml",
             ".omp/agent/models.yml",
-            Access::Read,
             "provider config",
         )],
+        // omp keeps its credentials in agent.db (SQLite: its write-ahead log too, while omp has
+        // not folded it in).
+        carried: &[
+            Place::moved_file(
+                "PI_CODING_AGENT_DIR",
+                "config.yml",
+                ".omp/agent/config.yml",
+                "settings",
+            ),
+            Place::moved_file(
+                "PI_CODING_AGENT_DIR",
+                "agent.db",
+                ".omp/agent/agent.db",
+                "credentials",
+            ),
+            Place::moved_file(
+                "PI_CODING_AGENT_DIR",
+                "agent.db-wal",
+                ".omp/agent/agent.db-wal",
+                "credentials not yet in agent.db",
+            ),
+        ],
         env: &[],
         files: &[(
             "PI_CONFIG_FILES",

@@ -111,24 +111,36 @@ pub static META: Meta = Meta {
         ],
         url_vars: &[],
         url_files: &[
-            Place::moved_by(
+            Place::moved_file(
                 "XDG_CONFIG_HOME",
                 "opencode/opencode.json",
                 ".config/opencode/opencode.json",
-                Access::Read,
                 "provider config",
             ),
-            Place::moved_by(
+            Place::moved_file(
                 "XDG_CONFIG_HOME",
                 "opencode/opencode.jsonc",
                 ".config/opencode/opencode.jsonc",
-                Access::Read,
                 "provider config",
             ),
             CONFIG_FILE,
         ],
         // The repository under review configures nothing (checked against 1.18.33: man/moot.7,
         // THE REPOSITORY UNDER REVIEW); its `.opencode/plugin(s)` have no switch (`repo_code`).
+        carried: &[
+            Place::moved_file(
+                "XDG_DATA_HOME",
+                "opencode/auth.json",
+                ".local/share/opencode/auth.json",
+                "credentials (opencode auth login)",
+            ),
+            Place::moved_file(
+                "XDG_CONFIG_HOME",
+                "opencode/config.json",
+                ".config/opencode/config.json",
+                "config (its older name)",
+            ),
+        ],
         env: &[
             (
                 "OPENCODE_DISABLE_PROJECT_CONFIG",

@@ -62,13 +62,26 @@ pub static META: Meta = Meta {
             "state, sessions and config",
         )],
         url_vars: &[],
-        url_files: &[Place::moved_by(
+        url_files: &[Place::moved_file(
             "PI_CODING_AGENT_DIR",
             "models.json",
             ".pi/agent/models.json",
-            Access::Read,
             "provider config",
         )],
+        carried: &[
+            Place::moved_file(
+                "PI_CODING_AGENT_DIR",
+                "auth.json",
+                ".pi/agent/auth.json",
+                "credentials",
+            ),
+            Place::moved_file(
+                "PI_CODING_AGENT_DIR",
+                "settings.json",
+                ".pi/agent/settings.json",
+                "settings",
+            ),
+        ],
         env: &[],
         files: &[],
         temp: Some(Place::moved_by(
