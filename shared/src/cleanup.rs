@@ -101,7 +101,8 @@ fn check_directory(meta: &fs::Metadata) -> anyhow::Result<()> {
             meta.uid()
         );
     }
-    if meta.mode() & 0o7777 != 0o700 {
+    // 0711: a stage moot-render gave the seat's user (--stage-user) can be entered, not listed.
+    if !matches!(meta.mode() & 0o7777, 0o700 | 0o711) {
         anyhow::bail!(
             "has mode {:04o}, not 0700: moot's scratch directories are private, this one is not \
              moot's",

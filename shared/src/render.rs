@@ -166,6 +166,12 @@ pub struct JobArgs {
     #[arg(long, value_name = "DIR")]
     pub stage_dir: Option<String>,
 
+    /// Give a staged prompt to USER (0600; its directory, still yours, 0711): the seat's user
+    /// under moot-sandbox --user, which could not read root's. Needs root, and a stage directory
+    /// moot-render makes (--stage-dir naming one that does not exist yet, or none).
+    #[arg(long, value_name = "USER[:GROUP]")]
+    pub stage_user: Option<String>,
+
     /// Output format.
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t)]
     pub format: Format,
@@ -243,6 +249,7 @@ const DELIVERY_ARGS: &[&str] = &[
     "stream",
     "health",
     "stage_dir",
+    "stage_user",
     "format",
 ];
 
@@ -351,12 +358,15 @@ pub fn prepare(args: &RenderArgs, host: &Host) -> Result<Rendering, Refusal> {
             writable: &job.writable,
             euid: host.euid,
         };
-        let plan = stage::plan(
+        let mut plan = stage::plan(
             args.job.stage_dir.as_deref(),
             &host.tmpdir,
             &host.stage_suffix,
             &protected,
         )?;
+        if let Some(user) = &args.job.stage_user {
+            plan.give_to(user)?;
+        }
         (staged_delivery(&plan, route == Route::Instruct), Some(plan))
     };
     let mut built = (meta.build)(&job, host, &delivery)?;

@@ -92,6 +92,30 @@ pub struct StagePlan {
     pub file: PathBuf,
     /// moot-render creates the directory (and removes it again if writing fails).
     pub create_dir: bool,
+    /// The user and group the directory and prompt are given to once written (`--stage-user`).
+    pub reader: Option<(u32, u32)>,
+}
+
+impl StagePlan {
+    /// Gives the prompt to `user` (`USER[:GROUP]`) once it is written: only in a directory
+    /// moot-render makes, so no directory of the caller's changes mode.
+    pub fn give_to(&mut self, user: &str) -> Result<(), Refusal> {
+        let identity = crate::privilege::Identity::parse(user)
+            .map_err(|e| Refusal::new("--stage-user", format!("{e:#}")).value(user))?;
+        if !self.create_dir {
+            return Err(Refusal::new(
+                "--stage-user",
+                format!(
+                    "gives away only a directory moot-render makes, and {} exists: name a new \
+                     one with --stage-dir",
+                    self.dir.display()
+                ),
+            )
+            .value(user));
+        }
+        self.reader = Some((identity.uid.as_raw(), identity.gid.as_raw()));
+        Ok(())
+    }
 }
 
 /// The facts a staging location is checked against.
@@ -176,6 +200,7 @@ fn given_dir(dir: &str, euid: u32) -> Result<StagePlan, Refusal> {
                 dir: path,
                 file,
                 create_dir: true,
+                reader: None,
             })
         }
         Err(e) => refuse(format!("cannot inspect it: {e}")),
@@ -199,6 +224,7 @@ fn given_dir(dir: &str, euid: u32) -> Result<StagePlan, Refusal> {
             dir: path,
             file,
             create_dir: false,
+            reader: None,
         }),
     }
 }
@@ -213,6 +239,7 @@ fn fresh_dir(tmpdir: &str, suffix: &str) -> Result<StagePlan, Refusal> {
         file: dir.join(PROMPT_FILE),
         dir,
         create_dir: true,
+        reader: None,
     })
 }
 
@@ -226,7 +253,9 @@ pub fn write(plan: &StagePlan, prompt: &[u8]) -> anyhow::Result<()> {
             .create(&plan.dir)
             .with_context(|| format!("stage dir ({}): cannot create it", plan.dir.display()))?;
     }
-    let written = write_file(plan, prompt).and_then(|()| mark_removable(plan));
+    let written = write_file(plan, prompt)
+        .and_then(|()| mark_removable(plan))
+        .and_then(|()| give_away(plan));
     if written.is_err() && plan.create_dir {
         let _ = fs::remove_dir_all(&plan.dir);
     }
@@ -252,6 +281,25 @@ fn mark_removable(plan: &StagePlan) -> anyhow::Result<()> {
                 cleanup::MARKER
             )
         })?;
+    Ok(())
+}
+
+/// Gives the written prompt to the plan's reader, if any: the file becomes that user's (0600),
+/// and the directory, still the caller's, may be entered (0711) but not listed or written, so
+/// the reader can neither rename the prompt nor plant anything beside it, and `--cleanup`
+/// still removes it.
+fn give_away(plan: &StagePlan) -> anyhow::Result<()> {
+    let Some((uid, gid)) = plan.reader else {
+        return Ok(());
+    };
+    let context = || {
+        format!(
+            "--stage-user: cannot give {} to uid {uid} (moot-render must run as root)",
+            plan.file.display()
+        )
+    };
+    std::os::unix::fs::lchown(&plan.file, Some(uid), Some(gid)).with_context(context)?;
+    fs::set_permissions(&plan.dir, Permissions::from_mode(0o711)).with_context(context)?;
     Ok(())
 }
 
@@ -529,6 +577,7 @@ mod tests {
             dir: tmp.path().to_path_buf(),
             file: tmp.path().join(PROMPT_FILE),
             create_dir: false,
+            reader: None,
         };
         write(&kept, b"x").unwrap();
         remove(&kept);
@@ -542,6 +591,7 @@ mod tests {
             dir: tmp.path().join("d"),
             file: tmp.path().join("d/missing/prompt.md"),
             create_dir: true,
+            reader: None,
         };
         assert!(write(&planned, b"x").is_err());
         assert!(!planned.dir.exists());

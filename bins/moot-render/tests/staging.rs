@@ -378,3 +378,83 @@ fn a_reader_that_goes_away_leaves_nothing_staged() {
     );
     assert!(env.staged_under_tmpdir().is_empty());
 }
+
+/// A root CI job's seat runs as another user (moot-sandbox --user), which could not read a
+/// prompt of root's: --stage-user gives it the prompt (0600, its own) in a directory it may
+/// enter but not list or write (0711, still the caller's, still removable by --cleanup). A
+/// directory of the caller's is never changed.
+#[test]
+fn a_staged_prompt_is_given_to_the_seats_user() {
+    if !nix::unistd::geteuid().is_root() {
+        moot::testkit::skip(
+            "a_staged_prompt_is_given_to_the_seats_user",
+            "needs root: only root gives a file away",
+        );
+        return;
+    }
+    let env = Env::new();
+    std::fs::set_permissions(
+        env.root.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o711),
+    )
+    .unwrap();
+    let prompt = prompt_of(102_400);
+    let dir = env.root.path().join("stage");
+    let dir_s = dir.to_str().unwrap();
+    env.run_with(
+        &[
+            "omp",
+            "--stage-dir",
+            dir_s,
+            "--stage-user",
+            "65534:65534",
+            "-",
+        ],
+        Some(prompt.as_bytes()),
+    )
+    .argv();
+    let file = dir.join("prompt.md");
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(fs::metadata(&file).unwrap().uid(), 65534);
+    assert_eq!(mode(&file), 0o600);
+    assert_eq!(fs::metadata(&dir).unwrap().uid(), 0);
+    assert_eq!(mode(&dir), 0o711);
+    // The seat's user reads it; it cannot list or write the directory.
+    let as_seat = |script: &str| {
+        use std::os::unix::process::CommandExt;
+        let out = Command::new("sh")
+            .args(["-c", script, "sh", dir_s])
+            .uid(65534)
+            .gid(65534)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(
+        as_seat("head -c 3 \"$1/prompt.md\"; ls \"$1\" >/dev/null 2>&1 || echo ' no-list'; touch \"$1/x\" 2>/dev/null || echo no-write"),
+        format!("{} no-list\nno-write\n", &prompt[..3])
+    );
+    // --cleanup (moot-run, a parser) removes it as moot's own scratch.
+    let removable = moot::cleanup::check(std::slice::from_ref(&dir)).unwrap();
+    moot::cleanup::remove(&removable[0]).unwrap();
+    assert!(!dir.exists());
+
+    let reused = env.root.path().join("reused");
+    fs::create_dir(&reused).unwrap();
+    fs::set_permissions(&reused, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let out = env.run_with(
+        &[
+            "omp",
+            "--stage-dir",
+            reused.to_str().unwrap(),
+            "--stage-user",
+            "nobody",
+            "-",
+        ],
+        Some(prompt.as_bytes()),
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--stage-user"), "{}", out.stderr);
+    assert_eq!(mode(&reused), 0o700);
+    assert!(entries(&reused).is_empty());
+}
