@@ -29,7 +29,9 @@ environment (the seat could read it from /proc); a --model without its provider.
 command never starts and is moot-run, its --cleanup directories are removed as moot-run would
 (a staged prompt is not left behind).
 
-Every {port} in the command becomes the proxy's port, for moot-sandbox --connect.
+Every {port} in the command becomes the proxy's port, for moot-sandbox --connect, and every
+{seat} the seat directory, for moot-sandbox --state {seat}/state (omp's private state in the
+seat, removed with it).
 
 Exit status: the command's own; 128+N when signal N ended it; 1 moot-broker failed (upstream
 unreachable, the seat not creatable, or not removable after the command succeeded); 2 a refusal or usage error; 126 the command could not be
@@ -40,7 +42,7 @@ Examples:
     moot-broker --upstream https://broker.example --token-file ~/.omp/broker.token \\
       --model kimi-code/k3 --seat-dir \"$stage/seat\" -- \\
     moot-run --deadline 600 --env-preset omp --cleanup \"$stage/p\" --stdin-argv -- \\
-      moot-sandbox --profile omp --connect {port} --ro-try \"$stage/p\" -- |
+      moot-sandbox --profile omp --state {seat}/state --connect {port} --ro-try \"$stage/p\" -- |
     moot-parse-omp
   moot-broker --upstream http://127.0.0.1:8765 --token-file t --model kimi-code/k3 -- omp -p hi";
 

@@ -94,7 +94,9 @@ pub struct BrokerArgs {
     #[arg(long, value_name = "SECS", default_value = "3", value_parser = crate::seconds::parse_seconds)]
     pub grace: Duration,
 
-    /// The command to run with the seat (every `{port}` in it becomes the proxy's port).
+    /// The command to run with the seat (every `{port}` in it becomes the proxy's port, every
+    /// `{seat}` the seat directory: moot-sandbox --state {seat}/state keeps omp's state in the
+    /// seat).
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
 }
@@ -379,14 +381,14 @@ async fn supervise(
     }
 }
 
-/// The command: `{port}` filled in, no `OMP_AUTH_BROKER_*` variable (an inherited URL would
+/// The command: `{port}` and `{seat}` filled in, no `OMP_AUTH_BROKER_*` variable (an inherited URL would
 /// override `config.yml` and bypass the proxy), the seat's HOME and omp directories.
 fn command(job: &Job, seat: &Seat, port: u16) -> Command {
     let port = port.to_string();
     let argv: Vec<OsString> = job
         .command
         .iter()
-        .map(|word| fill_port(word, &port))
+        .map(|word| fill_placeholders(word, &port, &job.seat_dir))
         .collect();
     let mut command = Command::new(&argv[0]);
     command.args(&argv[1..]).env_clear();
@@ -419,16 +421,25 @@ fn prepare_child(parent: Pid) -> io::Result<()> {
     Ok(())
 }
 
-fn fill_port(word: &OsString, port: &str) -> OsString {
-    let bytes = word.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut rest = bytes;
-    while let Some(at) = rest.windows(6).position(|w| w == b"{port}") {
-        out.extend_from_slice(&rest[..at]);
-        out.extend_from_slice(port.as_bytes());
-        rest = &rest[at + 6..];
+/// `word` with every `{port}` and `{seat}` replaced by the proxy's port and the seat directory.
+fn fill_placeholders(word: &OsString, port: &str, seat: &Path) -> OsString {
+    let values: [(&[u8], &[u8]); 2] = [
+        (b"{port}", port.as_bytes()),
+        (b"{seat}", seat.as_os_str().as_bytes()),
+    ];
+    let mut out = Vec::with_capacity(word.len());
+    let mut rest = word.as_bytes();
+    'scan: while !rest.is_empty() {
+        for (name, value) in values {
+            if let Some(after) = rest.strip_prefix(name) {
+                out.extend_from_slice(value);
+                rest = after;
+                continue 'scan;
+            }
+        }
+        out.push(rest[0]);
+        rest = &rest[1..];
     }
-    out.extend_from_slice(rest);
     OsString::from_vec(out)
 }
 
@@ -447,9 +458,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn port_placeholders_are_filled() {
-        assert_eq!(fill_port(&"--connect={port}".into(), "8"), "--connect=8");
-        assert_eq!(fill_port(&"{port}{port}x".into(), "12"), "1212x");
-        assert_eq!(fill_port(&"{por}".into(), "1"), "{por}");
+    fn placeholders_are_filled() {
+        let fill = |word: &str, port| fill_placeholders(&word.into(), port, Path::new("/s/seat"));
+        assert_eq!(fill("--connect={port}", "8"), "--connect=8");
+        assert_eq!(fill("{port}{port}x", "12"), "1212x");
+        assert_eq!(fill("{por}", "1"), "{por}");
+        assert_eq!(fill("--state={seat}", "1"), "--state=/s/seat");
     }
 }
