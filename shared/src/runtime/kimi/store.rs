@@ -6,7 +6,8 @@
 //! `<store>/<workdir>/<session_id>/agents/main/wire.jsonl` carries
 //! `meta.finish.finishReason` (`completed`; `truncated` with `rawFinishReason: "length"` for a
 //! length cut; `null` for a stream that ended without one). moot-parse-kimi reads it with
-//! `--session-store` (the adapter passes `$KIMI_CODE_HOME/sessions`).
+//! `--session-store` (the adapter passes the sessions below the seat's private HOME, where the
+//! agent writes: nothing here follows a link or reads without a bound).
 
 use std::path::{Path, PathBuf};
 
@@ -17,6 +18,11 @@ use crate::private_file;
 
 /// A wire.jsonl line longer than this is skipped (messages are short; tool output is elsewhere).
 const MAX_WIRE_LINE: usize = 16 << 20;
+
+/// The largest wire.jsonl read. The store is in the seat's private state, where the agent
+/// writes: a sparse file of terabytes would keep the parser reading long after the deadline.
+/// A larger one is not trusted, and the run's finish is then unknown.
+const MAX_WIRE_FILE: u64 = 256 << 20;
 
 /// How the final assistant message of a session ended, as the store records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,7 +75,14 @@ pub fn final_finish(store: &Path, session_id: &str) -> Result<Finish, String> {
     let wire = wire_file(store, session_id)?;
     let file = private_file::open_regular(&wire)
         .map_err(|e| format!("cannot read {}: {e}", wire.display()))?;
-    let mut reader = LineReader::new(file, MAX_WIRE_LINE);
+    let size = file.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
+    if size > MAX_WIRE_FILE {
+        return Err(format!(
+            "{} is {size} bytes, more than the {MAX_WIRE_FILE} a session records: not read",
+            wire.display()
+        ));
+    }
+    let mut reader = LineReader::new(std::io::Read::take(file, MAX_WIRE_FILE), MAX_WIRE_LINE);
     let mut last = None;
     while let Some(segment) = reader
         .next_segment()
@@ -118,10 +131,23 @@ fn wire_file(store: &Path, session_id: &str) -> Result<PathBuf, String> {
     }
     let workdirs = std::fs::read_dir(store)
         .map_err(|e| format!("cannot list the session store {}: {e}", store.display()))?;
+    // Every directory on the way is a real one: the store is the agent's to write, and a link
+    // would send the parser to a session outside it.
+    let real_dir = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
     workdirs
         .flatten()
-        .map(|dir| dir.path().join(session_id).join("agents/main/wire.jsonl"))
-        .find(|wire| wire.is_file())
+        .map(|dir| dir.path())
+        .find_map(|workdir| {
+            let mut dir = workdir;
+            for name in [session_id, "agents", "main"] {
+                if !real_dir(&dir) {
+                    return None;
+                }
+                dir.push(name);
+            }
+            let wire = dir.join("wire.jsonl");
+            (real_dir(&dir) && wire.is_file()).then_some(wire)
+        })
         .ok_or_else(|| {
             format!(
                 "the session store {} has no session {session_id}",
@@ -185,5 +211,37 @@ mod tests {
         assert!(final_finish(store.path(), &id)
             .unwrap_err()
             .contains("no model message"));
+    }
+
+    /// The store is the agent's: a session directory that is a link is not followed, and a
+    /// wire file too large to be a session's (a sparse one of terabytes) is not read.
+    #[test]
+    fn a_linked_session_or_a_huge_wire_file_is_not_read() {
+        let done = assistant(r#"{"finishReason":"completed","rawFinishReason":"stop"}"#);
+        let (elsewhere, id) = store_with(&[USER, &done]);
+        let store = tempfile::tempdir().unwrap();
+        std::fs::create_dir(store.path().join("wd_y")).unwrap();
+        std::os::unix::fs::symlink(
+            elsewhere.path().join("wd_x_1").join(&id),
+            store.path().join("wd_y").join(&id),
+        )
+        .unwrap();
+        let error = final_finish(store.path(), &id).unwrap_err();
+        assert!(error.contains("has no session"), "{error}");
+
+        let (store, id) = store_with(&[USER, &done]);
+        let wire = store
+            .path()
+            .join("wd_x_1")
+            .join(&id)
+            .join("agents/main/wire.jsonl");
+        std::fs::File::options()
+            .write(true)
+            .open(&wire)
+            .unwrap()
+            .set_len(MAX_WIRE_FILE + 1)
+            .unwrap();
+        let error = final_finish(store.path(), &id).unwrap_err();
+        assert!(error.contains("not read"), "{error}");
     }
 }
