@@ -290,6 +290,8 @@ struct Bench<'a> {
     env: Env,
     tools: [PathBuf; 4],
     workspace: PathBuf,
+    /// The CLI's private state: its HOME in the seat (the doctor's `home` is the operator's).
+    state: PathBuf,
     /// The last version a run's stream named (`run.cli_version`).
     streamed: std::cell::RefCell<Option<String>>,
 }
@@ -331,11 +333,13 @@ fn certify_into(
     let env = Env::new(&home, &bin, program.parent(), &fake);
 
     let [_, _, sandbox, _] = &tools;
+    let state = dir.path().join("state");
     let probe = pipeline::Probe {
         sandbox,
         runtime: meta.name,
         program: &bin.join(meta.executable),
         args: certify.version_args,
+        state: &state,
     };
     let printed = pipeline::probe(&env, &probe, dir.path(), PROBE_LIMIT)?;
     report.version = version_in(&printed);
@@ -359,6 +363,7 @@ fn certify_into(
         env,
         tools,
         workspace: dir_ws,
+        state,
         streamed: Default::default(),
     };
     for scenario in SCENARIOS
@@ -537,6 +542,7 @@ impl Bench<'_> {
             fake: &self.fake,
             env: &self.env,
             workspace: &self.workspace,
+            state: &self.state,
             render,
             run,
             sandbox,

@@ -83,6 +83,8 @@ pub struct Probe<'a> {
     pub runtime: &'a str,
     pub program: &'a Path,
     pub args: &'a [&'a str],
+    /// The CLI's private state (moot-sandbox --state).
+    pub state: &'a Path,
 }
 
 /// Runs `program ARGS` and returns what it printed (stdout then stderr), ending it after
@@ -95,7 +97,9 @@ pub fn probe(env: &Env, probe: &Probe, dir: &Path, limit: Duration) -> Result<St
     let args = probe.args;
     let mut child = env
         .command(probe.sandbox)
-        .args(["--profile", probe.runtime, "--"])
+        .args(["--profile", probe.runtime, "--state"])
+        .arg(probe.state)
+        .arg("--")
         .arg(program)
         .args(args)
         .current_dir(dir)
@@ -133,6 +137,9 @@ pub struct Pipeline<'a> {
     pub fake: &'a FakeHome,
     pub env: &'a Env,
     pub workspace: &'a Path,
+    /// The CLI's private state (moot-sandbox --state), kept between the runs of a
+    /// certification so a resumed run finds its session.
+    pub state: &'a Path,
     pub render: PathBuf,
     pub run: PathBuf,
     pub sandbox: PathBuf,
@@ -206,6 +213,7 @@ impl Pipeline<'_> {
         run.arg("--cleanup").arg(&staged);
         run.args(["--stdin-argv", "--"]);
         run.arg(&self.sandbox).args(["--profile", rt]);
+        run.arg("--state").arg(self.state);
         run.arg("--rw").arg(self.workspace);
         run.arg("--ro-try").arg(&staged).arg("--");
 
@@ -215,6 +223,11 @@ impl Pipeline<'_> {
             parse.arg("--stderr-file").arg(stage.join("cli.err"));
         }
         parse.args(&self.fake.parser_flags);
+        if let Some(store) = self.fake.session_store {
+            parse
+                .arg("--session-store")
+                .arg(self.state.join("home").join(store));
+        }
 
         let mut first = self.start(render, Stdio::null(), stage, "render.err")?;
         let mut second = self.start(run, take(first.stdout.take())?, stage, "run.err")?;

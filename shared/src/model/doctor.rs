@@ -57,8 +57,11 @@ pub struct FakeHome {
     /// The CLI names its session or its fatal error only on stderr: moot-run keeps it in a file
     /// (`--stderr-file`) that the parser reads.
     pub stderr_file: bool,
-    /// Extra flags for the parser (a session store, `--require-result`).
+    /// Extra flags for the parser (`--require-result`).
     pub parser_flags: Vec<String>,
+    /// The CLI's session store, below its HOME, which the parser reads (`--session-store`): in
+    /// the private state, where the seat keeps its HOME.
+    pub session_store: Option<&'static str>,
     /// A deadline, in seconds, for the dropped-stream scenario, when the CLI never ends such a
     /// run by itself (the deadline is then what ends it).
     pub drop_deadline: Option<u64>,

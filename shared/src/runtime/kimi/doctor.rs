@@ -71,10 +71,7 @@ fn kimi_code_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
         ("KIMI_CODE_NO_AUTO_UPDATE", "1".into()),
     ]);
     fake.stderr_file = true;
-    fake.parser_flags = vec![
-        "--session-store".into(),
-        dir.join("sessions").display().to_string(),
-    ];
+    fake.session_store = Some(".kimi-code/sessions");
     Ok(fake)
 }
 
