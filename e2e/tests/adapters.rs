@@ -1229,6 +1229,34 @@ fn the_turn_marker_is_written_apart_and_moved_to_the_runners_directory() {
         "denied\n"
     );
     assert!(!run.path().join("beside").exists());
+
+    // (Second attack) the agent leaves a link as its marker: it is not moved to the runner's
+    // path (where the runner would follow it), and the turn fails.
+    fs::write(
+        &pi,
+        format!(
+            "#!/bin/sh\nln -s /etc/passwd \"$MOSAIC_TURN_MARKER\"\ncat {}\n",
+            capture.display()
+        ),
+    )
+    .unwrap();
+    let linked = run.path().join("linked.done");
+    let out = adapter(
+        "pi",
+        &stubs,
+        &[
+            ("MOSAIC_REQUEST", "x"),
+            ("MOSAIC_WORKSPACE", ws.to_str().unwrap()),
+            ("MOOT_SANDBOX_FLAGS", &grant),
+            ("MOSAIC_TURN_MARKER", linked.to_str().unwrap()),
+        ],
+    );
+    // (As a turn without its marker: failed, whatever pi printed.)
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("is not a regular file"), "{stderr}");
+    assert!(fs::symlink_metadata(&linked).is_err(), "the link was moved");
 }
 
 /// A harness file (the unslop log, the turn marker) in reach of the agent or of another user
@@ -1281,4 +1309,25 @@ fn harness_files_in_reach_of_the_agent_or_others_are_refused() {
         !real.join("deeper/unslop.jsonl").exists(),
         "the log was made through the link"
     );
+    // A session's private state is the agent's: no harness file there either.
+    let sessions = run.path().join("sessions");
+    fs::create_dir_all(sessions.join("pi.state/home")).unwrap();
+    let in_state = sessions.join("pi.state/home/turn.done");
+    let out = adapter(
+        "pi",
+        &stubs,
+        &[
+            ("MOSAIC_REQUEST", "x"),
+            ("MOSAIC_WORKSPACE", ws),
+            ("MOSAIC_SESSION_DIR", sessions.to_str().unwrap()),
+            ("MOSAIC_TURN_MARKER", in_state.to_str().unwrap()),
+        ],
+    );
+    assert_failed(&out, 2, "moot adapter (pi): MOSAIC_TURN_MARKER");
+    assert!(
+        text(&out.stderr).contains("inside a private state"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(stubs.argv("pi").is_none());
 }

@@ -15,6 +15,10 @@
 #                              read-only
 #   MOOT_SANDBOX_FLAGS         extra moot-sandbox grants, split on blanks (for example the CLI's
 #                              install directory: --rx /opt/omp)
+#   MOOT_SEAT_USER             USER[:GROUP]: run the CLI as this unprivileged user (moot-sandbox
+#                              --user; the adapter runs as root). It gets the staged prompt and
+#                              its private state; the workspace must be writable by it, and
+#                              MOSAIC_SESSION_DIR enterable (mode 0711). See README, root CI.
 #   MOOT_KEEP_ENV              more variables the CLI gets, split on blanks (a provider key the
 #                              runtime's preset does not list: FAKE_PROVIDER_API_KEY, or
 #                              PREFIX* for every name starting with PREFIX). Everything else
@@ -138,6 +142,13 @@ moot_check_harness_dir() {
             "$moot_ws_real"/*) moot_die 2 "$1 ($2) is inside MOSAIC_WORKSPACE, where the agent writes: keep harness files out of it" ;;
         esac
     fi
+    # The private states in the session directory are the agent's too.
+    if [ -n "${MOSAIC_SESSION_DIR:-}" ]; then
+        moot_sd_real=$(cd -P -- "$MOSAIC_SESSION_DIR" 2>/dev/null && pwd) || moot_sd_real=$MOSAIC_SESSION_DIR
+        case $moot_real/ in
+            "$moot_sd_real"/*.state/*) moot_die 2 "$1 ($2) is inside a private state of MOSAIC_SESSION_DIR, where the agent writes: keep harness files out of it" ;;
+        esac
+    fi
 }
 
 # moot_check_managed_files: the managed session's files exist before anything runs (one line
@@ -218,6 +229,8 @@ moot_adapter() {
     if [ -n "${MOSAIC_TURN_MARKER:-}" ]; then
         moot_turn_marker=$MOSAIC_TURN_MARKER
         mkdir "$moot_work/marker" || moot_die 1 "cannot create $moot_work/marker"
+        [ -z "${MOOT_SEAT_USER:-}" ] || chown "$MOOT_SEAT_USER" "$moot_work/marker" ||
+            moot_die 1 "cannot give $moot_work/marker to MOOT_SEAT_USER ($MOOT_SEAT_USER)"
         MOSAIC_TURN_MARKER=$moot_work/marker/turn.done
         export MOSAIC_TURN_MARKER
     fi
@@ -233,6 +246,13 @@ moot_adapter() {
     # A refusal (bad model, bad effort, unknown tool, ...) is one line from moot-render and exit 2.
     # With a workspace the run is a seat: moot-sandbox enforces the policy, and the CLI's own
     # sandbox and approval prompts (which would stop its tools headless) are turned off.
+    # A seat of another user enters the scratch (never lists or writes it) to reach the staged
+    # prompt and its private state, both given to it.
+    if [ -n "${MOOT_SEAT_USER:-}" ]; then
+        [ -n "${MOSAIC_WORKSPACE:-}" ] || moot_die 2 "MOOT_SEAT_USER needs MOSAIC_WORKSPACE: without a workspace nothing is confined"
+        chmod 711 "$moot_work" || moot_die 1 "cannot open $moot_work to MOOT_SEAT_USER"
+        set -- "$@" --stage-user "$MOOT_SEAT_USER"
+    fi
     moot-render "$moot_runtime" --policy "$moot_policy" --stage-dir "$moot_stage" \
         ${MOSAIC_WORKSPACE:+--seat --add-dir "$MOSAIC_WORKSPACE"} \
         ${MOSAIC_TOOLS:+--tools "$MOSAIC_TOOLS"} \
@@ -248,15 +268,29 @@ moot_adapter() {
     # directory are written and removed by the harness and never by the agent: the sandbox
     # grants the stage read-only and the rest of the scratch directory not at all.
     set --
+    moot_state=
     if [ -n "${MOSAIC_WORKSPACE:-}" ]; then
-        # What the installed CLI needs (its install tree, state and temporary directories, its
-        # provider's port) is derived by moot-sandbox --profile from the CLI it wraps.
+        # The CLI's HOME, sessions and caches live in a private state, never the operator's own
+        # config and state directories (what it writes there would run in the operator's next
+        # unconfined use of the CLI): the managed session's, kept between turns so a resumed
+        # turn finds its session, or else this run's, removed with the scratch directory.
+        if [ -n "${MOSAIC_SESSION_DIR:-}" ]; then
+            moot_check_harness_dir MOSAIC_SESSION_DIR "$MOSAIC_SESSION_DIR"
+            [ -z "${MOOT_SEAT_USER:-}" ] || [ -n "$(find "$MOSAIC_SESSION_DIR" -maxdepth 0 -perm -001)" ] ||
+                moot_die 2 "MOSAIC_SESSION_DIR ($MOSAIC_SESSION_DIR) must be enterable by MOOT_SEAT_USER (chmod 711), where its private state is"
+            moot_state=$MOSAIC_SESSION_DIR/$moot_runtime.state
+        else
+            moot_state=$moot_work/state
+        fi
+        # What the installed CLI needs (its install tree, temporary directory, its provider's
+        # port) is derived by moot-sandbox --profile from the CLI it wraps.
         # shellcheck disable=SC2086 # MOOT_SANDBOX_FLAGS is a list of flags on purpose
         case $moot_policy in
             read-only) moot_workspace_grant=--ro ;;
             *) moot_workspace_grant=--rw ;;
         esac
-        set -- --stdin-argv -- moot-sandbox --profile "$moot_runtime" \
+        set -- --stdin-argv -- moot-sandbox --profile "$moot_runtime" --state "$moot_state" \
+            ${MOOT_SEAT_USER:+--user "$MOOT_SEAT_USER"} \
             "$moot_workspace_grant" "$MOSAIC_WORKSPACE" --ro-try "$moot_stage" \
             ${MOSAIC_SYSTEM_PROMPT_FILE:+--ro "$MOSAIC_SYSTEM_PROMPT_FILE"} \
             ${MOSAIC_POLICY_FILE:+--ro "$MOSAIC_POLICY_FILE"} \
@@ -323,6 +357,7 @@ moot_adapter() {
         "$@" <"$moot_work/argv" 2>&7 6<&- 7>&- |
             moot-parse-"$moot_parser" --text --status-file "$moot_work/out/status" \
                 ${moot_parser_flags:-} ${moot_stderr:+--stderr-file "$moot_stderr"} \
+                ${moot_session_store:+--session-store "${moot_state:+$moot_state/home/}$moot_session_store"} \
                 ${MOSAIC_MODEL_ACTIVITY_DIR:+--activity-dir "$MOSAIC_MODEL_ACTIVITY_DIR"} \
                 --completion-file "$moot_work/out/completion" \
                 ${moot_self_clean:+--cleanup "$moot_self_clean"} \
@@ -368,7 +403,12 @@ moot_check_turn_marker() {
     fi
     [ -e "$MOSAIC_TURN_MARKER" ] ||
         moot_die 1 "the turn ended without its marker ($moot_turn_marker): pi's extension never reached agent_end"
-    mv -f "$MOSAIC_TURN_MARKER" "$moot_turn_marker" ||
+    # The agent could leave a link, a FIFO or a directory there: only a regular file counts,
+    # and its first bytes are copied into a file the adapter makes, never moved.
+    [ -f "$MOSAIC_TURN_MARKER" ] && [ ! -L "$MOSAIC_TURN_MARKER" ] ||
+        moot_die 1 "the turn's marker ($MOSAIC_TURN_MARKER) is not a regular file"
+    head -c 4096 "$MOSAIC_TURN_MARKER" >"$moot_work/out/marker" &&
+        mv -f "$moot_work/out/marker" "$moot_turn_marker" ||
         moot_die 1 "cannot write the turn marker ($moot_turn_marker)"
 }
 

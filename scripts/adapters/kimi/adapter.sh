@@ -22,7 +22,9 @@ moot_stderr_to_parser=1
 # adapter fails closed: an answer must end with its gitmoot_result to count. A start or a
 # health check asks for no result: there, an answer is all that is asked.
 if [ "$moot_runtime" = kimi ]; then
-    moot_parser_flags="--session-store ${KIMI_CODE_HOME:-$HOME/.kimi-code}/sessions"
+    # Its session store, below the private state's HOME in a seat (scripts/adapters/lib.sh).
+    moot_session_store=.kimi-code/sessions
+    [ -n "${MOSAIC_WORKSPACE:-}" ] || moot_session_store=${KIMI_CODE_HOME:-$HOME/.kimi-code}/sessions
 elif [ "$moot_verb" = deliver ]; then
     moot_parser_flags=--require-result
 fi
