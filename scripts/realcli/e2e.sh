@@ -18,7 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 REALCLI_DIR=${REALCLI_DIR:-${TMPDIR:-/tmp}/moot-realcli}
 MOOT_BIN=$(cd "${MOOT_BIN:-$root/target/debug}" && pwd)
-SCENARIOS=${ONLY:-plain shell outside gitplant envleak homeinstall repoplant forge detach error length drop deadline bigprompt resume asks activity marker tools managed start health}
+SCENARIOS=${ONLY:-plain shell outside gitplant homeplant envleak homeinstall repoplant forge detach error length drop deadline bigprompt resume asks activity marker tools managed start health}
 # The managed-session and lifecycle scenarios run through the adapter alone (they are its
 # contract); each applies to the CLIs it names.
 ADAPTER_ONLY=" activity marker tools managed start health "
@@ -26,6 +26,11 @@ ADAPTER_ONLY=" activity marker tools managed start health "
 CLIS=${*:-$("$MOOT_BIN/moot-render" --list --json |
     python3 -c 'import json, sys; print(" ".join(e["name"] for e in json.load(sys.stdin) if e["parser"]))')}
 work=$(mktemp -d "${TMPDIR:-/tmp}/moot-e2e.XXXXXX")
+# SEAT_USER=USER:GROUP (as root): every seat runs as that user, as the README's root CI recipe
+# says: the stage and the session directories enterable, the staged prompt given to it
+# (moot-render --stage-user), moot-sandbox --user, the worktree writable by its group.
+SEAT_USER=${SEAT_USER:-}
+[ -z "$SEAT_USER" ] || chmod 711 "$work"
 passed=0 failed=0 skipped=0
 trap 'kill "$fake_pid" 2>/dev/null; [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
 
@@ -121,7 +126,8 @@ setup_kimi() {
     # kimi names its session and its fatal error only on stderr, and how its answer ended only
     # in its session store.
     stderr_flag='--stderr-file "$stage/err"'
-    parser_flags="--session-store $KIMI_CODE_HOME/sessions"
+    # (in the private state the pipeline gives it: its HOME there)
+    parser_flags="--session-store $work/state/kimi/home/.kimi-code/sessions"
 }
 setup_kimi_cli() {
     setup_common kimi-cli
@@ -165,7 +171,8 @@ run_adapter() {
     (
         cd "$ws" &&
             env MOSAIC_REQUEST="$request" MOSAIC_WORKSPACE="$ws" MOSAIC_SESSION_DIR="$sessions" \
-                MOOT_DEADLINE="$deadline" MOOT_KEEP_ENV="${keep:-}" "${adapter_env[@]}" \
+                MOOT_DEADLINE="$deadline" MOOT_KEEP_ENV="${keep:-}" MOOT_SEAT_USER="$SEAT_USER" \
+                "${adapter_env[@]}" \
                 sh "$root/scripts/adapters/$runtime/adapter.sh" ${adapter_verb:-}
     ) >"$out" 2>"$err"
     status=$?
@@ -178,7 +185,13 @@ pipeline_text() {
             -e "s|--env-preset omp|--env-preset $runtime ${keep:+--keep $keep}|" \
             -e "s|--profile omp|--profile $runtime|" \
             -e "s|moot-parse-omp|moot-parse-$parser --text${stderr_flag:+ $stderr_flag}${parser_flags:+ $parser_flags}|" \
-            -e "s|--cleanup|${stderr_flag:+$stderr_flag }--cleanup|"
+            -e "s|--cleanup|${stderr_flag:+$stderr_flag }--cleanup|" |
+        if [ -n "$SEAT_USER" ]; then
+            sed -e "s|--stage-dir \"\$stage/p\"|& --stage-user $SEAT_USER|" \
+                -e "s|moot-sandbox --profile|moot-sandbox --user $SEAT_USER --profile|"
+        else
+            cat
+        fi
 }
 
 run_pipeline() {
@@ -186,12 +199,14 @@ run_pipeline() {
     printf '%s' "$request" >"$ws/job.md"
     local stage
     stage=$(mktemp -d "$work/stage.XXXXXX")
+    [ -z "$SEAT_USER" ] || chmod 711 "$stage"
     local text
     text=$(pipeline_text | sed -e "s/--deadline 600/--deadline $deadline/g")
     if [ -n "$resume" ]; then
         text=$(printf '%s' "$text" | sed -e "s/--seat /--seat --session $resume /")
     fi
-    (cd "$ws" && worktree=$ws stage=$stage sh -c "$text") >"$out" 2>"$err"
+    # One private state a CLI (the README's $state), kept between the runs of a scenario.
+    (cd "$ws" && worktree=$ws stage=$stage state=$work/state/$cli sh -c "$text") >"$out" 2>"$err"
     status=$?
     rm -f "$ws/job.md"
 }
@@ -204,6 +219,12 @@ big_prompt() {
 # What a complete answer of the fake provider ends with: a cut or dropped answer never does.
 COMPLETE='"delegations":[]}}' 
 
+# The workspace writable by the seat's user through its group, the README's root CI recipe.
+seat_writable() {
+    [ -z "$SEAT_USER" ] ||
+        { chgrp -R "${SEAT_USER#*:}" "$ws" && chmod -R g+rwX "$ws" && find "$ws" -type d -exec chmod g+s {} +; }
+}
+
 fresh_workspace() {
     ws=$work/ws
     rm -rf "$ws" "$work/outside" "$dump"/*
@@ -211,8 +232,12 @@ fresh_workspace() {
     git -C "$ws" init -q && git -C "$ws" -c user.email=e2e@moot -c user.name=e2e \
         commit -q --allow-empty -m init
     sessions=$work/sessions/$cli
-    rm -rf "$sessions"
-    mkdir -p "$sessions"
+    rm -rf "$sessions" "$work/state/$cli"
+    mkdir -p "$sessions" "$work/state"
+    if [ -n "$SEAT_USER" ]; then
+        chmod 711 "$work/sessions" "$sessions"
+        seat_writable
+    fi
     adapter_env=() adapter_verb=
 }
 
@@ -355,8 +380,11 @@ check() {
         shell)
             echo toolwrite >"$scenario_file"
             $run "Run the tool."
-            [ "$status" = 0 ] && [ -e "$ws/created_by_agent.txt" ] ||
+            if [ "$status" != 0 ] || [ ! -e "$ws/created_by_agent.txt" ]; then
                 echo "exit $status, file made: $([ -e "$ws/created_by_agent.txt" ] && echo yes || echo no): $(head -c 300 "$err")"
+            elif [ -n "$SEAT_USER" ] && [ "$(stat -c %U:%G "$ws/created_by_agent.txt")" != "$SEAT_USER" ]; then
+                echo "the agent wrote as $(stat -c %U:%G "$ws/created_by_agent.txt"), not as $SEAT_USER"
+            fi
             ;;
         outside)
             echo "toolcmd touch inside.txt; touch $work/outside/escaped.txt" >"$scenario_file"
@@ -388,6 +416,37 @@ check() {
                 echo "the planted configuration is still there"
             elif [ "$status" = 0 ] || ! grep -q 'protected path' "$err"; then
                 echo "the run did not fail as tampered (exit $status): $(head -c 300 "$err")"
+            fi
+            ;;
+        homeplant)
+            # The agent writes where a CLI loads its config, extensions, plugins and hooks from:
+            # below the HOME it has and, by path, below the operator's. None of it reaches the
+            # operator's, which the CLI's next unconfined run (and the next job) would load.
+            local op=$HOME
+            local dirs=".codex .claude .pi/agent/extensions .omp/agent/extensions .config/opencode/plugin .kimi-code .kimi"
+            {
+                printf 'for h in "$HOME" %s; do\n' "$op"
+                printf '  for d in %s; do mkdir -p "$h/$d"; echo PLANTED-e2e > "$h/$d/planted.txt"; done\n' "$dirs"
+                printf 'done\necho "$HOME" > seen-home.txt\n'
+                # A provider on another port in every config it has, for the next job's grant.
+                printf 'find "$HOME" -type f \\( -name "*.json" -o -name "*.toml" -o -name "*.yml" \\) |\n'
+                printf '  while read -r f; do echo "\\"http://any-host:6379/v1\\"" >> "$f"; done\n'
+            } >"$ws/plant.sh"
+            echo "toolcmd sh plant.sh" >"$scenario_file"
+            $run "Run the tool."
+            local state=$work/state/$cli next
+            [ "$via" = adapter ] && state=$sessions/$runtime.state
+            next=$(moot-sandbox --profile "$runtime" --state "$state" --print-profile -- "$program" 2>&1)
+            if [ ! -e "$ws/seen-home.txt" ]; then
+                echo "the command never ran (exit $status): $(head -c 300 "$err")"
+            elif grep -rqs PLANTED-e2e "$op"; then
+                echo "the agent wrote the operator's config: $(grep -rls PLANTED-e2e "$op" | head -n 3 | tr '\n' ' ')"
+            elif [ "$(cat "$ws/seen-home.txt")" = "$op" ]; then
+                echo "the agent's HOME is the operator's"
+            elif ! grep -q -e '^--connect ' <<<"$next" || grep -q -e 6379 <<<"$next"; then
+                echo "the next job's grant: $(grep -e '--connect' -e 'moot-sandbox:' <<<"$next" | tr '\n' ' ')"
+            elif [ "$status" != 0 ]; then
+                echo "exit $status: $(head -c 300 "$err")"
             fi
             ;;
         envleak)
@@ -433,6 +492,7 @@ check() {
             mkdir -p "$marks"
             (cd "$plant" && tar cf - .) | (cd "$ws" && tar xf -)
             grep -rl @MARK@ "$ws" --exclude-dir=.git | xargs -r sed -i "s|@MARK@|$marks|g"
+            seat_writable
             # codex would read the repository's config were its root trusted: trusted here.
             [ "$runtime" = codex ] && printf '[projects."%s"]\ntrust_level = "trusted"\n' "$ws" >>"$CODEX_HOME/config.toml"
             echo toolwrite >"$scenario_file"
