@@ -153,6 +153,8 @@ fn the_readme_pipeline_keeps_the_harness_files_out_of_the_agents_reach() {
         moot_e2e::tool_dir().display()
     );
     let home = tempfile::tempdir().unwrap();
+    // The job's own state directory (`state=$(mktemp -d)` in the README).
+    let state = tempfile::tempdir().unwrap();
     let live = Command::new("sh")
         .args(["-c", &readme_pipeline()])
         .current_dir(worktree.path())
@@ -160,6 +162,7 @@ fn the_readme_pipeline_keeps_the_harness_files_out_of_the_agents_reach() {
         .env("PATH", path)
         .env("worktree", worktree.path())
         .env("stage", stage_s)
+        .env("state", state.path())
         .stdin(Stdio::null())
         .output()
         .unwrap();
