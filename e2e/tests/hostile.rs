@@ -7,16 +7,18 @@
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use moot_e2e::tool;
 
 const CANARY: &str = "canary-secret-7f3a9c";
 
 /// Inside the sandbox: starts `tail` with the canary (a process of the agent's own, which it may
-/// read: proof that the scan sees what is there), then lists the name of every process whose
+/// read: proof that the scan sees what is there), waits until it has executed, then lists the name of every process whose
 /// environment shows the canary.
 const SCAN: &str = "AWS_SECRET_ACCESS_KEY=canary-of-the-agent tail -f /dev/null & \
-    sleep 0.2; for p in /proc/[0-9]*; do \
+    until [ \"$(cat /proc/$!/comm 2>/dev/null)\" = tail ]; do sleep 0.01; done; \
+    for p in /proc/[0-9]*; do \
     if tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -q '^AWS_SECRET_ACCESS_KEY=canary'; then \
     cat $p/comm; fi; done; kill $!";
 
@@ -42,10 +44,29 @@ fn bystanders(uid: Option<u32>) -> Vec<Child> {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
+    wait_for_exec(&parser, &tool("moot-parse-omp"));
     let sleep = with_canary(Path::new("/bin/sleep"), &["60"], uid)
         .spawn()
         .unwrap();
+    wait_for_exec(&sleep, Path::new("/bin/sleep"));
     vec![parser, sleep]
+}
+
+/// Waits until `child` runs `program` (not the forked test any more), so the scan looks at the
+/// bystander and not at a copy of the test that has not executed it yet.
+fn wait_for_exec(child: &Child, program: &Path) {
+    let program = std::fs::canonicalize(program).unwrap();
+    let exe = format!("/proc/{}/exe", child.id());
+    let started = Instant::now();
+    while std::fs::read_link(&exe).ok().as_ref() != Some(&program) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{} never executed {}",
+            child.id(),
+            program.display()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 fn scan(order: &str, uid: Option<u32>) -> String {
@@ -62,8 +83,6 @@ fn scan(order: &str, uid: Option<u32>) -> String {
         run
     };
     let mut others = bystanders(uid);
-    // Let the bystanders start (exec) before the agent looks.
-    std::thread::sleep(std::time::Duration::from_millis(200));
     let out = with_canary(Path::new(first), &args, uid).output().unwrap();
     for child in &mut others {
         let _ = child.kill();

@@ -447,6 +447,30 @@ fn argv_on_stdin_must_be_nul_terminated() {
     );
 }
 
+/// Waits until `pid` blocks `signal`: moot-run blocks the signals it reads from its signalfd
+/// first thing, so a signal sent from then on is handled, not the default death of a process
+/// that was not ready yet.
+fn wait_until_blocked(pid: u32, signal: Signal) {
+    let bit = 1u64 << (signal as i32 - 1);
+    let started = Instant::now();
+    loop {
+        let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let blocked = status
+            .lines()
+            .find_map(|line| line.strip_prefix("SigBlk:"))
+            .map(|mask| u64::from_str_radix(mask.trim(), 16).unwrap())
+            .unwrap();
+        if blocked & bit != 0 {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{pid} never blocked {signal}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 #[test]
 fn a_signal_while_argv_is_awaited_on_stdin_stops_moot_run_and_cleans_up() {
     let dir = tempfile::tempdir().unwrap();
@@ -458,7 +482,7 @@ fn a_signal_while_argv_is_awaited_on_stdin_stops_moot_run_and_cleans_up() {
         .unwrap();
     // A producer that never finishes: stdin stays open.
     let _producer = child.stdin.take().unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    wait_until_blocked(child.id(), Signal::SIGINT);
     kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
     let status = wait_bounded(&mut child);
     let errors = rest_of_stderr(&mut child);
