@@ -1070,6 +1070,23 @@ fn npm_install(root: &Path) -> (PathBuf, String) {
     (modules, path)
 }
 
+/// `moot-sandbox FLAGS -- tool` for the install [`npm_install`] made, found on `path`, with
+/// `home` as HOME; the caller adds what else the case needs.
+fn sandboxed_tool<S: AsRef<std::ffi::OsStr>>(
+    path: &str,
+    home: &Path,
+    flags: impl IntoIterator<Item = S>,
+) -> Command {
+    let mut command = Command::new(BIN);
+    command
+        .args(flags)
+        .args(["--", "tool"])
+        .env("PATH", path)
+        .env("HOME", home)
+        .stdin(Stdio::null());
+    command
+}
+
 /// The CLI runs under --profile with no hand-written grant; without it, the denial names the
 /// file the sandbox refused to execute and the grant that would allow it.
 #[test]
@@ -1085,16 +1102,7 @@ fn a_profile_derives_the_install_tree_and_a_denial_names_the_missing_grant() {
     let (modules, path) = npm_install(&root_path);
     let home = root_path.join("home");
     fs::create_dir(&home).unwrap();
-    let run = |flags: &[&str]| {
-        Command::new(BIN)
-            .args(flags)
-            .args(["--", "tool"])
-            .env("PATH", &path)
-            .env("HOME", &home)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    };
+    let run = |flags: &[&str]| sandboxed_tool(&path, &home, flags).output().unwrap();
     let state = root_path.join("state");
     let state_flag = state.to_str().unwrap();
     let profiled = run(&["--profile", "pi", "--state", state_flag]);
@@ -1184,14 +1192,12 @@ fn a_profile_keeps_the_clis_state_private_and_the_operators_config_unwritten() {
     );
     let state = root_path.join("state");
     let run = |extra: &[&str]| {
-        Command::new(BIN)
-            .args(["--profile", "pi", "--state", state.to_str().unwrap()])
-            .args(extra)
-            .args(["--", "tool"])
-            .env("PATH", &path)
-            .env("HOME", &home)
+        let state = state.to_str().unwrap();
+        let flags = ["--profile", "pi", "--state", state]
+            .into_iter()
+            .chain(extra.iter().copied());
+        sandboxed_tool(&path, &home, flags)
             .env("PI_CODING_AGENT_DIR", &agent_dir)
-            .stdin(Stdio::null())
             .output()
             .unwrap()
     };
@@ -1255,18 +1261,18 @@ fn a_profile_keeps_the_clis_state_private_and_the_operators_config_unwritten() {
             "has a link or '..' in its path",
         ),
     ] {
-        let mut command = Command::new(BIN);
-        command.args(["--profile", "pi", "--state"]).arg(&state);
+        let mut flags = vec![
+            "--profile".as_ref(),
+            "pi".as_ref(),
+            "--state".as_ref(),
+            state.as_os_str(),
+        ];
         if let Some(grant) = grant {
-            command.arg("--rw").arg(grant);
+            flags.extend(["--rw".as_ref(), grant.as_os_str()]);
         }
-        let out = command
-            .args(["--", "tool"])
-            .env("PATH", &path)
-            .env("HOME", &home)
+        let out = sandboxed_tool(&path, &home, flags)
             .env("PI_CODING_AGENT_DIR", &agent_dir)
             .env("CODEX_HOME", &codex_home)
-            .stdin(Stdio::null())
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
@@ -1309,15 +1315,12 @@ fn a_user_seats_private_state_is_that_users_with_the_operators_config_copied_in(
         0o755,
     );
     let run = |state: &Path| {
-        Command::new(BIN)
-            .args(["--user", "65534:65534", "--profile", "pi", "--state"])
-            .arg(state)
-            .args(["--", "tool"])
-            .env("PATH", &path)
-            .env("HOME", &home)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
+        let flags = ["--user", "65534:65534", "--profile", "pi", "--state"];
+        let flags = flags
+            .iter()
+            .map(std::ffi::OsStr::new)
+            .chain([state.as_os_str()]);
+        sandboxed_tool(&path, &home, flags).output().unwrap()
     };
     let state = root_path.join("state");
     let out = run(&state);
@@ -1382,16 +1385,7 @@ fn an_npm_install_in_the_home_does_not_grant_the_home() {
     let linked = root_path.join("homelink");
     std::os::unix::fs::symlink(&home, &linked).unwrap();
     for given in [&home, &linked] {
-        let run = |flags: &[&str]| {
-            Command::new(BIN)
-                .args(flags)
-                .args(["--", "tool"])
-                .env("PATH", &path)
-                .env("HOME", given)
-                .stdin(Stdio::null())
-                .output()
-                .unwrap()
-        };
+        let run = |flags: &[&str]| sandboxed_tool(&path, given, flags).output().unwrap();
         let state = ["--profile", "pi", "--state", state.to_str().unwrap()];
         let profiled = run(&state);
         assert_eq!(stdout(&profiled), "ran\ndenied\n", "{}", stderr(&profiled));
