@@ -630,51 +630,12 @@ fn an_unreachable_upstream_fails_before_the_seat() {
     assert!(!seat.exists() && !marker.exists());
 }
 
-/// A self-signed certificate for 127.0.0.1 (PEM chain, PEM key), made by openssl(1); `None`
-/// after a loud skip when there is no openssl.
-fn self_signed(dir: &std::path::Path) -> Option<(Vec<u8>, Vec<u8>)> {
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    let made = std::process::Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-days",
-            "1",
-        ])
-        .args([
-            "-subj",
-            "/CN=moot-test",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1",
-        ])
-        .args(["-addext", "basicConstraints=critical,CA:FALSE", "-keyout"])
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .output();
-    match made {
-        Ok(out) if out.status.success() => {
-            Some((std::fs::read(&cert).unwrap(), std::fs::read(&key).unwrap()))
-        }
-        other => {
-            moot::testkit::skip(
-                "an_https_upstream_is_trusted_only_with_its_ca",
-                &format!("openssl: {other:?}"),
-            );
-            None
-        }
-    }
-}
-
 #[test]
 fn an_https_upstream_is_trusted_only_with_its_ca() {
     let dir = tempfile::tempdir().unwrap();
-    let Some((cert, key)) = self_signed(dir.path()) else {
+    let Some((cert, key)) =
+        self_signed(dir.path(), "an_https_upstream_is_trusted_only_with_its_ca")
+    else {
         return;
     };
     let upstream = FakeUpstream::start(Behaviour {

@@ -116,7 +116,7 @@ impl Drop for FakeUpstream {
 }
 
 /// A TLS acceptor for the PEM certificate chain and key.
-fn acceptor(chain: &[u8], key: &[u8]) -> tokio_rustls::TlsAcceptor {
+pub fn acceptor(chain: &[u8], key: &[u8]) -> tokio_rustls::TlsAcceptor {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(chain)
@@ -135,7 +135,7 @@ fn acceptor(chain: &[u8], key: &[u8]) -> tokio_rustls::TlsAcceptor {
 }
 
 /// [`http::serve`] behind TLS: each connection's handshake, then HTTP/1.1.
-async fn serve_tls<H, F>(
+pub async fn serve_tls<H, F>(
     listener: std::net::TcpListener,
     acceptor: tokio_rustls::TlsAcceptor,
     handler: H,

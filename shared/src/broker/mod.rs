@@ -9,6 +9,7 @@
 //!
 //! Refusals ([`refuse`]) happen before anything is created: one line, exit 2.
 
+pub mod forward;
 pub mod guard;
 pub mod proxy;
 pub mod refuse;

@@ -560,7 +560,7 @@ fn not_found() -> Response<Body> {
 }
 
 /// Equal bytes, in time that depends only on the lengths.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }

@@ -1,0 +1,214 @@
+//! The credential proxy's forwarding against a provider served over HTTPS with its own CA, as
+//! a seat's CLI drives it: the provider sees the real key and never the job's token, the CLI's
+//! own headers and body arrive whole, server-sent events stream through one by one, and a
+//! request without the token, or after the job, never reaches the provider.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::header::HeaderMap;
+use hyper::{Request, Response, StatusCode};
+use moot::broker::fake_upstream::{acceptor, serve_tls};
+use moot::broker::forward::{Forwarder, Scheme};
+use moot::http::{self, Body};
+use support::self_signed;
+use tokio::sync::Semaphore;
+
+const REAL_KEY: &str = "sk-ant-real-provider-key-4242";
+const JOB_TOKEN: &str = "moot-job-token-0123";
+
+/// What the fake provider was sent.
+#[derive(Clone)]
+struct Seen {
+    target: String,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+/// A provider on https://127.0.0.1 that records every request; `/v1/stream` answers two
+/// server-sent events and sends the second only once the test has read the first.
+struct Provider {
+    origin: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    second_event: Arc<Semaphore>,
+}
+
+impl Provider {
+    fn start(chain: &[u8], key: &[u8]) -> Self {
+        let listener = http::bind_loopback().unwrap();
+        let origin = format!("https://{}", listener.local_addr().unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let second_event = Arc::new(Semaphore::new(0));
+        let acceptor = acceptor(chain, key);
+        let (log, gate) = (Arc::clone(&seen), Arc::clone(&second_event));
+        std::thread::spawn(move || {
+            http::runtime()
+                .unwrap()
+                .block_on(serve_tls(listener, acceptor, move |request| {
+                    answer(Arc::clone(&log), Arc::clone(&gate), request)
+                }));
+        });
+        Provider {
+            origin,
+            seen,
+            second_event,
+        }
+    }
+}
+
+async fn answer(
+    log: Arc<Mutex<Vec<Seen>>>,
+    gate: Arc<Semaphore>,
+    request: Request<Incoming>,
+) -> Response<Body> {
+    let (parts, body) = request.into_parts();
+    let target = parts.uri.path_and_query().unwrap().to_string();
+    let body = http::read_body(body, 1 << 20).await.unwrap();
+    log.lock().unwrap().push(Seen {
+        target: target.clone(),
+        headers: parts.headers,
+        body,
+    });
+    if target != "/v1/stream" {
+        let mut response = http::respond(StatusCode::OK, "application/json", http::full("{}"));
+        response
+            .headers_mut()
+            .insert("request-id", "req_1".parse().unwrap());
+        return response;
+    }
+    let (events, body) = http::channel();
+    tokio::spawn(async move {
+        events.send("data: one\n\n").await;
+        let released = tokio::time::timeout(Duration::from_secs(30), gate.acquire()).await;
+        if released.is_ok() {
+            events.send("data: two\n\n").await;
+        }
+    });
+    http::respond(StatusCode::OK, "text/event-stream", body)
+}
+
+/// A proxy on loopback to `upstream`, trusting `ca` besides the system's roots; its URL and
+/// its forwarder.
+async fn proxy(upstream: &str, ca: Option<&std::path::Path>) -> (String, Arc<Forwarder>) {
+    let client = http::client(ca).unwrap();
+    let forwarder = Forwarder::new(
+        upstream,
+        JOB_TOKEN.into(),
+        Scheme::XApiKey,
+        REAL_KEY,
+        client,
+    )
+    .unwrap();
+    let listener = http::bind_loopback().unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let served = Arc::clone(&forwarder);
+    tokio::spawn(http::serve(listener, move |request| {
+        Arc::clone(&served).handle(request)
+    }));
+    (url, forwarder)
+}
+
+/// A POST to the proxy as the seat's CLI sends it, with `key` in `x-api-key`.
+async fn post(url: &str, path: &str, key: &str) -> Response<Incoming> {
+    let request = Request::post(format!("{url}{path}"))
+        .header("x-api-key", key)
+        .header("anthropic-version", "2023-06-01")
+        .header("user-agent", "claude-cli/2.0")
+        .header("content-type", "application/json")
+        .body(http::full(r#"{"model":"m","stream":true}"#))
+        .unwrap();
+    http::client(None).unwrap().request(request).await.unwrap()
+}
+
+/// The next data frame of a streamed answer, failing the test if none comes in 30 s.
+async fn next_frame(body: &mut Incoming) -> Bytes {
+    tokio::time::timeout(Duration::from_secs(30), body.frame())
+        .await
+        .expect("an event was held back")
+        .unwrap()
+        .unwrap()
+        .into_data()
+        .unwrap()
+}
+
+#[test]
+fn the_provider_sees_the_real_key_and_the_seat_only_its_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let test = "the_provider_sees_the_real_key_and_the_seat_only_its_token";
+    let Some((chain, key)) = self_signed(dir.path(), test) else {
+        return;
+    };
+    let provider = Provider::start(&chain, &key);
+    http::runtime().unwrap().block_on(async {
+        let ca = dir.path().join("cert.pem");
+        let (url, forwarder) = proxy(&format!("{}/v1", provider.origin), Some(&ca)).await;
+
+        let answered = post(&url, "/messages?beta=true", JOB_TOKEN).await;
+        assert_eq!(answered.status(), StatusCode::OK);
+        assert_eq!(answered.headers()["request-id"], "req_1");
+        let seen = provider.seen.lock().unwrap().clone();
+        let [first] = seen.as_slice() else {
+            panic!("{} requests reached the provider", seen.len())
+        };
+        assert_eq!(first.target, "/v1/messages?beta=true");
+        assert_eq!(first.headers["x-api-key"], REAL_KEY);
+        assert_eq!(first.headers["anthropic-version"], "2023-06-01");
+        assert_eq!(first.headers["user-agent"], "claude-cli/2.0");
+        assert_eq!(&first.body[..], br#"{"model":"m","stream":true}"#);
+        let everything = format!("{:?}{:?}", first.headers, first.body);
+        assert!(!everything.contains(JOB_TOKEN), "{everything}");
+
+        // Without the job's token, nothing reaches the provider and no key comes back.
+        for wrong in ["", "sk-guess", "moot-job-token-012", REAL_KEY] {
+            let refused = post(&url, "/messages", wrong).await;
+            assert_eq!(refused.status(), StatusCode::UNAUTHORIZED, "{wrong:?}");
+            let body = http::read_body(refused.into_body(), 1 << 16).await.unwrap();
+            assert!(!String::from_utf8_lossy(&body).contains(REAL_KEY));
+        }
+        assert_eq!(provider.seen.lock().unwrap().len(), 1);
+
+        // The events stream through as they come: the provider sends the second only after
+        // the client has read the first, which a buffering proxy would never deliver.
+        let streamed = post(&url, "/stream", JOB_TOKEN).await;
+        assert_eq!(streamed.headers()["content-type"], "text/event-stream");
+        let mut body = streamed.into_body();
+        assert_eq!(next_frame(&mut body).await, "data: one\n\n");
+        provider.second_event.add_permits(1);
+        assert_eq!(next_frame(&mut body).await, "data: two\n\n");
+
+        // After the job, the token is worth nothing.
+        forwarder.close();
+        let after = post(&url, "/messages", JOB_TOKEN).await;
+        assert_eq!(after.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(provider.seen.lock().unwrap().len(), 2);
+    });
+}
+
+/// A provider whose certificate the proxy was not told to trust is not sent the key.
+#[test]
+fn a_provider_not_trusted_gets_no_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((chain, key)) = self_signed(dir.path(), "a_provider_not_trusted_gets_no_request")
+    else {
+        return;
+    };
+    let provider = Provider::start(&chain, &key);
+    http::runtime().unwrap().block_on(async {
+        let (url, _forwarder) = proxy(&provider.origin, None).await;
+        let answered = post(&url, "/v1/messages", JOB_TOKEN).await;
+        assert_eq!(answered.status(), StatusCode::BAD_GATEWAY);
+        let body = http::read_body(answered.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        let text = String::from_utf8_lossy(&body);
+        assert!(text.contains("moot-broker: the provider"), "{text}");
+        assert!(!text.contains(REAL_KEY), "{text}");
+    });
+    assert!(provider.seen.lock().unwrap().is_empty());
+}
