@@ -24,6 +24,29 @@ pub fn skip(test: &str, why: &str) {
     eprintln!("SKIPPED {test}: {why}");
 }
 
+/// Resets INT, QUIT, TERM and HUP to their default action in `command`'s child. A test run in
+/// the background of a non-interactive shell inherits INT and QUIT ignored, and a tool that was
+/// started ignoring a signal passes that on to what it runs: a test that signals the tool must
+/// not depend on how the test run itself was started.
+pub fn with_default_signals(command: &mut Command) -> &mut Command {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only resets signal dispositions between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            for sig in [
+                Signal::SIGINT,
+                Signal::SIGQUIT,
+                Signal::SIGTERM,
+                Signal::SIGHUP,
+            ] {
+                signal(sig, SigHandler::SigDfl)?;
+            }
+            Ok(())
+        })
+    }
+}
+
 /// Runs `bin` with `args`, feeding `stdin` from a thread (so a large input cannot deadlock
 /// against a full stdout pipe), and returns its whole output.
 pub fn run(bin: &str, args: &[String], stdin: &[u8]) -> Output {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use moot::outcome::ProcessOutcome;
 use moot::testkit_fs::{mode, write_with_mode};
-use nix::sys::signal::{self, kill, SigHandler, Signal};
+use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 const BIN: &str = env!("CARGO_BIN_EXE_moot-run");
@@ -100,20 +100,7 @@ fn sh_writing(args: &[&str], flag: &str, script: &str) -> (Output, Written) {
 /// inherited (a background job of a script ignores INT and QUIT).
 fn moot_run_default_signals(args: &[&str]) -> Command {
     let mut command = moot_run(args);
-    // SAFETY: only resets signal dispositions between fork and exec.
-    unsafe {
-        command.pre_exec(|| {
-            for sig in [
-                Signal::SIGINT,
-                Signal::SIGQUIT,
-                Signal::SIGTERM,
-                Signal::SIGHUP,
-            ] {
-                signal::signal(sig, SigHandler::SigDfl)?;
-            }
-            Ok(())
-        });
-    }
+    moot::testkit::with_default_signals(&mut command);
     command
 }
 

@@ -87,7 +87,8 @@ impl Running {
         command: &[&str],
     ) -> Running {
         let seat = dir.join("seat");
-        let child = Command::new(BIN)
+        // Stopped with INT or TERM below, whatever this test run inherited.
+        let child = moot::testkit::with_default_signals(&mut Command::new(BIN))
             .args(flags)
             .arg("--upstream")
             .arg(upstream)
