@@ -1,5 +1,5 @@
-//! moot-broker: give a read-only omp seat a job-local credential proxy, run the command with it,
-//! and remove it afterwards.
+//! moot-broker: give a read-only omp seat, or any command with --forward, a job-local
+//! credential proxy, run the command with it, and remove it afterwards.
 
 use std::process::ExitCode;
 
@@ -13,7 +13,8 @@ const TOOL: &str = "moot-broker";
 /// write locally and keeps the upstream token to itself; a private HOME, PI_CONFIG_DIR and
 /// PI_CODING_AGENT_DIR whose config.yml alone names the proxy and its random job bearer; no
 /// OMP_AUTH_BROKER_* variable in the command's environment. The seat and the proxy are removed
-/// when the command ends, however it ends.
+/// when the command ends, however it ends. With --forward, a credential proxy to one provider
+/// instead: the command gets MOOT_PROXY_URL and MOOT_PROXY_TOKEN, never the provider's key.
 #[derive(Parser)]
 #[command(name = TOOL, version, after_help = EXAMPLES)]
 struct Cli {
@@ -44,7 +45,9 @@ Examples:
     moot-run --deadline 600 --env-preset omp --cleanup \"$stage/p\" --stdin-argv -- \\
       moot-sandbox --profile omp --state {seat}/state --connect {port} --ro-try \"$stage/p\" -- |
     moot-parse-omp
-  moot-broker --upstream http://127.0.0.1:8765 --token-file t --model kimi-code/k3 -- omp -p hi";
+  moot-broker --upstream http://127.0.0.1:8765 --token-file t --model kimi-code/k3 -- omp -p hi
+  moot-broker --forward https://api.anthropic.com --key-env ANTHROPIC_API_KEY --key-header x-api-key \\
+    -- sh -c 'ANTHROPIC_BASE_URL=$MOOT_PROXY_URL ANTHROPIC_API_KEY=$MOOT_PROXY_TOKEN exec ./my-agent'";
 
 fn main() -> ExitCode {
     // broker::run reports its own failures, each with its own status.

@@ -212,3 +212,158 @@ fn a_provider_not_trusted_gets_no_request() {
     });
     assert!(provider.seen.lock().unwrap().is_empty());
 }
+
+/// `moot-broker --forward` around a command that writes its environment and the `{port}` it
+/// was given into `dir`, then waits for `dir/done`.
+fn forwarding(dir: &std::path::Path, flags: &[&str]) -> std::process::Child {
+    let script =
+        "env > \"$0/env.tmp\" && mv \"$0/env.tmp\" \"$0/env\"; echo {port} > \"$0/port\"; \
+                  while [ ! -e \"$0/done\" ]; do sleep 0.05; done";
+    moot::testkit::with_default_signals(&mut std::process::Command::new(support::BIN))
+        .args(flags)
+        .args(["--", "sh", "-c", script])
+        .arg(dir)
+        .env("PROVIDER_KEY", REAL_KEY)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The built binary: the command gets the proxy's URL and token and never the key, a request
+/// with the token reaches the provider with the key, and the proxy is gone with the command.
+#[test]
+fn the_command_gets_the_proxy_and_its_token_and_never_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let test = "the_command_gets_the_proxy_and_its_token_and_never_the_key";
+    let Some((chain, key)) = self_signed(dir.path(), test) else {
+        return;
+    };
+    let provider = Provider::start(&chain, &key);
+    let ca = dir.path().join("cert.pem");
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let mut child = forwarding(
+        &work,
+        &[
+            "--forward",
+            &format!("{}/v1", provider.origin),
+            "--upstream-ca",
+            ca.to_str().unwrap(),
+            "--key-env",
+            "PROVIDER_KEY",
+            "--key-header",
+            "x-api-key",
+        ],
+    );
+    let started = std::time::Instant::now();
+    while !work.join("env").exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the command never ran"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let env = std::fs::read_to_string(work.join("env")).unwrap();
+    assert!(!env.contains(REAL_KEY), "{env}");
+    assert!(!env.contains("PROVIDER_KEY"), "{env}");
+    let value = |name: &str| {
+        env.lines()
+            .find_map(|line| line.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("no {name} in {env}"))
+            .to_string()
+    };
+    let (url, token) = (value("MOOT_PROXY_URL"), value("MOOT_PROXY_TOKEN"));
+    let port = std::fs::read_to_string(work.join("port")).unwrap();
+    assert_eq!(url, format!("http://127.0.0.1:{}", port.trim()));
+    assert!(token.starts_with("moot-") && token.len() > 40, "{token}");
+    http::runtime().unwrap().block_on(async {
+        assert_eq!(
+            post(&url, "/messages", &token).await.status(),
+            StatusCode::OK
+        );
+        assert_eq!(
+            post(&url, "/messages", "moot-guess").await.status(),
+            StatusCode::UNAUTHORIZED
+        );
+    });
+    let seen = provider.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].target, "/v1/messages");
+    assert_eq!(seen[0].headers["x-api-key"], REAL_KEY);
+
+    std::fs::write(work.join("done"), "").unwrap();
+    let (status, stderr) = support::wait_output(&mut child, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(support::port_closed(port.trim().parse().unwrap()));
+}
+
+/// Refused before the command runs, with one line and exit 2.
+#[test]
+fn a_forward_that_would_leak_or_has_no_key_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let loose = dir.path().join("loose.key");
+    std::fs::write(&loose, REAL_KEY).unwrap();
+    std::fs::set_permissions(&loose, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let loose = loose.to_str().unwrap();
+    for (flags, says) in [
+        (
+            vec![
+                "--forward",
+                "http://api.example.com",
+                "--key-env",
+                "PROVIDER_KEY",
+            ],
+            "plain http is allowed only to a loopback address",
+        ),
+        (
+            vec![
+                "--forward",
+                "https://api.example.com",
+                "--key-env",
+                "NO_SUCH_KEY",
+            ],
+            "--key-env NO_SUCH_KEY: the variable is not set",
+        ),
+        (
+            vec!["--forward", "https://api.example.com"],
+            "give --key-file or --key-env",
+        ),
+        (
+            vec!["--forward", "https://api.example.com", "--key-file", loose],
+            "make it owner-only",
+        ),
+    ] {
+        let mut child = forwarding(dir.path(), &flags);
+        let (status, stderr) = support::wait_output(&mut child, Duration::from_secs(20));
+        assert_eq!(status.code(), Some(2), "{flags:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.starts_with("moot-broker: "), "{stderr}");
+        assert!(stderr.contains(says), "{flags:?}: {stderr}");
+        assert!(
+            !dir.path().join("env").exists(),
+            "the command ran: {flags:?}"
+        );
+    }
+    // The omp seat's flags do not mix with a proxy's.
+    let out = std::process::Command::new(support::BIN)
+        .args(["--forward", "https://api.example.com", "--model", "a/b"])
+        .args(["--key-env", "PROVIDER_KEY", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let seat = std::process::Command::new(support::BIN)
+        .args([
+            "--forward",
+            "https://api.example.com",
+            "--key-env",
+            "PROVIDER_KEY",
+        ])
+        .args(["--", "moot-sandbox", "--state", "{seat}/state"])
+        .env("PROVIDER_KEY", REAL_KEY)
+        .output()
+        .unwrap();
+    assert_eq!(seat.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&seat.stderr).contains("{seat} names the omp seat"));
+}

@@ -55,7 +55,7 @@ const HOP_BY_HOP: [&str; 9] = [
 const REQUEST_BODY_LIMIT: usize = 64 << 20;
 
 /// How the provider wants its credential.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scheme {
     /// `Authorization: Bearer KEY`: OpenAI's APIs and most compatible ones, Kimi, OAuth tokens.
     Bearer,
@@ -95,7 +95,7 @@ impl Forwarder {
         secret: &str,
         client: http::Client,
     ) -> anyhow::Result<Arc<Self>> {
-        let checked = super::refuse::upstream(upstream)?;
+        let checked = super::refuse::upstream("--forward", upstream)?;
         let upstream: Uri = checked
             .base
             .parse()

@@ -20,7 +20,7 @@ pub mod upstream;
 pub mod fake_upstream;
 
 use std::cell::Cell;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::process::CommandExt;
@@ -78,8 +78,41 @@ pub struct BrokerArgs {
 
     /// The seat's provider-qualified model (PROVIDER/MODEL, e.g. kimi-code/k3): the seat sees
     /// only PROVIDER's credentials. Give moot-render the same --model.
-    #[arg(long, value_name = "PROVIDER/MODEL")]
-    pub model: String,
+    #[arg(
+        long,
+        value_name = "PROVIDER/MODEL",
+        required_unless_present = "forward"
+    )]
+    pub model: Option<String>,
+
+    /// Instead of an omp seat, a credential proxy to the provider at URL (an https:// base URL,
+    /// or http:// on a loopback address): the command gets MOOT_PROXY_URL and MOOT_PROXY_TOKEN,
+    /// and only a request carrying that token reaches the provider, with the real key.
+    #[arg(
+        long,
+        value_name = "URL",
+        conflicts_with_all = ["upstream", "token_file", "model", "seat_dir", "models_file"]
+    )]
+    pub forward: Option<String>,
+
+    /// With --forward: the file holding the provider's key (a regular file owned by this user,
+    /// mode 0600 or stricter).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "forward",
+        conflicts_with = "key_env"
+    )]
+    pub key_file: Option<PathBuf>,
+
+    /// With --forward: the variable of this environment holding the provider's key; the
+    /// command's environment does not get it.
+    #[arg(long, value_name = "NAME", requires = "forward")]
+    pub key_env: Option<String>,
+
+    /// With --forward: how the provider takes its key.
+    #[arg(long, value_enum, default_value = "bearer", requires = "forward")]
+    pub key_header: forward::Scheme,
 
     /// The seat directory to create (it must not exist; its parent must), removed when the
     /// command ends [default: a new directory in $TMPDIR].
@@ -95,24 +128,44 @@ pub struct BrokerArgs {
     #[arg(long, value_name = "SECS", default_value = "3", value_parser = crate::seconds::parse_seconds)]
     pub grace: Duration,
 
-    /// The command to run with the seat (every `{port}` in it becomes the proxy's port, every
-    /// `{seat}` the seat directory: moot-sandbox --state {seat}/state keeps omp's state in the
-    /// seat).
+    /// The command to run with the seat or the proxy (every `{port}` in it becomes the proxy's
+    /// port, every `{seat}` the seat directory: moot-sandbox --state {seat}/state keeps omp's
+    /// state in the seat).
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
 }
 
 /// Everything checked, nothing created yet.
 struct Job {
-    upstream: refuse::Upstream,
-    token: String,
+    mode: Mode,
     upstream_ca: Option<PathBuf>,
-    provider: String,
-    seat_dir: PathBuf,
-    models: Option<Vec<u8>>,
     grace: Duration,
     command: Vec<OsString>,
     env: Vec<(OsString, OsString)>,
+}
+
+/// What moot-broker serves the command.
+enum Mode {
+    /// The read-only omp seat in front of the shared auth broker.
+    Seat(SeatJob),
+    /// A credential proxy to one provider.
+    Forward(ForwardJob),
+}
+
+struct SeatJob {
+    upstream: refuse::Upstream,
+    token: String,
+    provider: String,
+    seat_dir: PathBuf,
+    models: Option<Vec<u8>>,
+}
+
+struct ForwardJob {
+    provider_url: String,
+    scheme: forward::Scheme,
+    key: String,
+    /// The variable the key came from, kept out of the command's environment.
+    key_env: Option<OsString>,
 }
 
 /// Runs moot-broker: the checks, then the seat and its proxy for the command's lifetime.
@@ -151,12 +204,61 @@ pub fn clean_up_unstarted(tool: &str, command: &[OsString]) {
 
 /// Every refusal, in the order a user fixes them; reads but creates nothing.
 fn check(args: &BrokerArgs, env: Vec<(OsString, OsString)>) -> anyhow::Result<Job> {
+    refuse::no_token_in_env(env.iter().cloned())?;
+    let mode = match &args.forward {
+        Some(url) => Mode::Forward(check_forward(args, url, &env)?),
+        None => Mode::Seat(check_seat(args, &env)?),
+    };
+    Ok(Job {
+        mode,
+        upstream_ca: args.upstream_ca.clone(),
+        grace: args.grace,
+        command: args.command.clone(),
+        env,
+    })
+}
+
+/// The credential proxy's checks: the provider's URL, one key, no `{seat}` in the command.
+fn check_forward(
+    args: &BrokerArgs,
+    url: &str,
+    env: &[(OsString, OsString)],
+) -> anyhow::Result<ForwardJob> {
+    refuse::upstream("--forward", url)?;
+    let (key, key_env) = match (&args.key_file, &args.key_env) {
+        (Some(path), _) => (refuse::secret_file("--key-file", path)?, None),
+        (None, Some(name)) => {
+            let value = env
+                .iter()
+                .find(|(k, v)| k == name.as_str() && !v.is_empty())
+                .map(|(_, v)| v.to_string_lossy().into_owned())
+                .ok_or_else(|| anyhow!("--key-env {name}: the variable is not set"))?;
+            (value, Some(OsString::from(name)))
+        }
+        (None, None) => bail!("--forward needs the provider's key: give --key-file or --key-env"),
+    };
+    if args
+        .command
+        .iter()
+        .any(|word| word.as_bytes().windows(6).any(|w| w == b"{seat}"))
+    {
+        bail!("{{seat}} names the omp seat, which --forward does not make; remove it");
+    }
+    Ok(ForwardJob {
+        provider_url: url.to_string(),
+        scheme: args.key_header,
+        key,
+        key_env,
+    })
+}
+
+/// The read-only omp seat's checks.
+fn check_seat(args: &BrokerArgs, env: &[(OsString, OsString)]) -> anyhow::Result<SeatJob> {
     let from_env = |name: &str| {
         env.iter()
             .find(|(k, v)| k == name && !v.is_empty())
             .map(|(_, v)| v.clone())
     };
-    refuse::no_token_in_env(env.iter().cloned())?;
     let upstream = match (&args.upstream, from_env(refuse::ENV_URL)) {
         (Some(url), _) => url.clone(),
         (None, Some(url)) => url.to_string_lossy().into_owned(),
@@ -165,7 +267,7 @@ fn check(args: &BrokerArgs, env: Vec<(OsString, OsString)>) -> anyhow::Result<Jo
             refuse::ENV_URL
         ),
     };
-    let upstream = refuse::upstream(&upstream)?;
+    let upstream = refuse::upstream("--upstream", &upstream)?;
     let token_file = match (&args.token_file, from_env(refuse::ENV_TOKEN_FILE)) {
         (Some(path), _) => path.clone(),
         (None, Some(path)) => PathBuf::from(path),
@@ -175,7 +277,7 @@ fn check(args: &BrokerArgs, env: Vec<(OsString, OsString)>) -> anyhow::Result<Jo
         ),
     };
     let token = refuse::token_file(&token_file)?;
-    let provider = refuse::provider(&args.model)?;
+    let provider = refuse::provider(args.model.as_deref().unwrap_or_default())?;
     let seat_dir = match &args.seat_dir {
         Some(dir) => free_dir(dir)?,
         None => std::env::temp_dir().join(format!("moot-seat.{}", seat::random_hex::<8>()?)),
@@ -196,16 +298,12 @@ fn check(args: &BrokerArgs, env: Vec<(OsString, OsString)>) -> anyhow::Result<Jo
              credential; remove it"
         );
     }
-    Ok(Job {
+    Ok(SeatJob {
         upstream,
         token,
-        upstream_ca: args.upstream_ca.clone(),
         provider,
         seat_dir,
         models,
-        grace: args.grace,
-        command: args.command.clone(),
-        env,
     })
 }
 
@@ -239,22 +337,78 @@ fn catch_signals() -> nix::Result<SignalFd> {
 
 fn serve(job: Job, started: &Cell<bool>) -> anyhow::Result<ExitCode> {
     let signals = catch_signals().context("catching signals")?;
-    // SAFETY: no thread exists yet; the runtime below starts the first.
-    let guard = unsafe { Guard::start(&job.seat_dir) }.context("starting the seat's guard")?;
-    let runtime = http::runtime().context("starting the proxy's runtime")?;
-    runtime.block_on(deliver(job, signals, guard, started))
+    match &job.mode {
+        Mode::Seat(seat) => {
+            // SAFETY: no thread exists yet; the runtime below starts the first.
+            let guard =
+                unsafe { Guard::start(&seat.seat_dir) }.context("starting the seat's guard")?;
+            let runtime = http::runtime().context("starting the proxy's runtime")?;
+            runtime.block_on(deliver(&job, seat, signals, guard, started))
+        }
+        Mode::Forward(forward) => {
+            // No guard: nothing is made on disk, and the proxy dies with this process.
+            let runtime = http::runtime().context("starting the proxy's runtime")?;
+            runtime.block_on(deliver_forward(&job, forward, signals, started))
+        }
+    }
+}
+
+/// Serves the credential proxy while the command runs; afterwards the token is refused and the
+/// port closed.
+async fn deliver_forward(
+    job: &Job,
+    forward: &ForwardJob,
+    signals: SignalFd,
+    started: &Cell<bool>,
+) -> anyhow::Result<ExitCode> {
+    let client = http::client(job.upstream_ca.as_deref())?;
+    let token = seat::job_token()?;
+    let forwarder = forward::Forwarder::new(
+        &forward.provider_url,
+        token.clone(),
+        forward.scheme,
+        &forward.key,
+        client,
+    )?;
+    let listener = http::bind_loopback().context("binding the proxy")?;
+    let port = listener.local_addr()?.port();
+    let served = Arc::clone(&forwarder);
+    let server = tokio::spawn(http::serve(listener, move |request| {
+        Arc::clone(&served).handle(request)
+    }));
+    let proxy_env: [(OsString, OsString); 2] = [
+        (
+            "MOOT_PROXY_URL".into(),
+            format!("http://127.0.0.1:{port}").into(),
+        ),
+        ("MOOT_PROXY_TOKEN".into(), token.into()),
+    ];
+    let hidden: Vec<&OsStr> = forward.key_env.iter().map(OsString::as_os_str).collect();
+    let command = command(job, port, None, &hidden, &proxy_env);
+    let outcome = supervise(job, command, signals, started).await;
+    forwarder.close();
+    server.abort();
+    let _ = server.await;
+    outcome.map(|ended| match ended {
+        Ended::Ran(status) | Ended::NotRun(status) => ExitCode::from(status),
+    })
 }
 
 /// Fetches the first snapshot, makes the seat, runs the command while serving the proxy, and
 /// removes the seat whatever happened after it was made (its guard, should moot-broker die).
 async fn deliver(
-    job: Job,
+    job: &Job,
+    seat_job: &SeatJob,
     signals: SignalFd,
     mut guard: Guard,
     started: &Cell<bool>,
 ) -> anyhow::Result<ExitCode> {
     let client = http::client(job.upstream_ca.as_deref())?;
-    let upstream = Upstream::new(job.upstream.base.clone(), job.token.clone(), client);
+    let upstream = Upstream::new(
+        seat_job.upstream.base.clone(),
+        seat_job.token.clone(),
+        client,
+    );
     let (known, first) = match upstream
         .snapshot(None)
         .await
@@ -269,12 +423,12 @@ async fn deliver(
     let bearer = seat::job_token()?;
     let listener = http::bind_loopback().context("binding the proxy")?;
     let port = listener.local_addr()?.port();
-    let proxy = Proxy::new(job.provider.clone(), bearer.clone(), upstream, &first);
+    let proxy = Proxy::new(seat_job.provider.clone(), bearer.clone(), upstream, &first);
     let seat = Seat::create(
-        &job.seat_dir,
+        &seat_job.seat_dir,
         &format!("http://127.0.0.1:{port}"),
         &bearer,
-        job.models.as_deref(),
+        seat_job.models.as_deref(),
         |dir| guard.made(dir),
     )?;
     let served = Arc::clone(&proxy);
@@ -288,7 +442,16 @@ async fn deliver(
         })
         .await
     });
-    let outcome = supervise(&job, &seat, port, signals, started).await;
+    // No OMP_AUTH_BROKER_* variable: an inherited URL would override config.yml and bypass
+    // the proxy.
+    let command = command(
+        job,
+        port,
+        Some(&seat_job.seat_dir),
+        &[OsStr::new("OMP_AUTH_BROKER_")],
+        &seat.env(),
+    );
+    let outcome = supervise(job, command, signals, started).await;
     if let Ok(Ended::Ran(status)) = outcome {
         if status != 0 && !proxy.was_reached() {
             crate::eprintln_whole!(
@@ -323,12 +486,11 @@ enum Ended {
 /// `started` is set once the command runs.
 async fn supervise(
     job: &Job,
-    seat: &Seat,
-    port: u16,
+    mut command: Command,
     signals: SignalFd,
     started: &Cell<bool>,
 ) -> anyhow::Result<Ended> {
-    let mut child = match command(job, seat, port).spawn() {
+    let mut child = match command.spawn() {
         Ok(child) => {
             started.set(true);
             child
@@ -382,26 +544,35 @@ async fn supervise(
     }
 }
 
-/// The command: `{port}` and `{seat}` filled in, no `OMP_AUTH_BROKER_*` variable (an inherited URL would
-/// override `config.yml` and bypass the proxy), the seat's HOME and omp directories.
-fn command(job: &Job, seat: &Seat, port: u16) -> Command {
+/// The command: `{port}` (and `{seat}`, when there is one) filled in, the caller's environment
+/// without the variables whose names start with one of `hidden`, then `set`.
+fn command(
+    job: &Job,
+    port: u16,
+    seat_dir: Option<&Path>,
+    hidden: &[&OsStr],
+    set: &[(OsString, OsString)],
+) -> Command {
     let port = port.to_string();
     let argv: Vec<OsString> = job
         .command
         .iter()
-        .map(|word| fill_placeholders(word, &port, &job.seat_dir))
+        .map(|word| fill_placeholders(word, &port, seat_dir))
         .collect();
     let mut command = Command::new(&argv[0]);
     command.args(&argv[1..]).env_clear();
-    let seat_env = seat.env();
     command.envs(
         job.env
             .iter()
-            .filter(|(name, _)| !name.as_bytes().starts_with(b"OMP_AUTH_BROKER_"))
-            .filter(|(name, _)| !seat_env.iter().any(|(set, _)| set == name))
+            .filter(|(name, _)| {
+                !hidden
+                    .iter()
+                    .any(|prefix| name.as_bytes().starts_with(prefix.as_bytes()))
+            })
+            .filter(|(name, _)| !set.iter().any(|(given, _)| given == name))
             .map(|(k, v)| (k, v)),
     );
-    command.envs(seat_env);
+    command.envs(set.iter().map(|(k, v)| (k, v)));
     let parent = getpid();
     // SAFETY: runs in the forked child before exec and makes only async-signal-safe system
     // calls (sigprocmask, prctl, getppid), allocating nothing.
@@ -422,16 +593,17 @@ fn prepare_child(parent: Pid) -> io::Result<()> {
     Ok(())
 }
 
-/// `word` with every `{port}` and `{seat}` replaced by the proxy's port and the seat directory.
-fn fill_placeholders(word: &OsString, port: &str, seat: &Path) -> OsString {
-    let values: [(&[u8], &[u8]); 2] = [
-        (b"{port}", port.as_bytes()),
-        (b"{seat}", seat.as_os_str().as_bytes()),
-    ];
+/// `word` with every `{port}` and `{seat}` replaced by the proxy's port and the seat directory
+/// (no seat: `{seat}` stays, which the checks refuse).
+fn fill_placeholders(word: &OsString, port: &str, seat: Option<&Path>) -> OsString {
+    let mut values: Vec<(&[u8], &[u8])> = vec![(b"{port}", port.as_bytes())];
+    if let Some(seat) = seat {
+        values.push((b"{seat}", seat.as_os_str().as_bytes()));
+    }
     let mut out = Vec::with_capacity(word.len());
     let mut rest = word.as_bytes();
     'scan: while !rest.is_empty() {
-        for (name, value) in values {
+        for &(name, value) in &values {
             if let Some(after) = rest.strip_prefix(name) {
                 out.extend_from_slice(value);
                 rest = after;
@@ -460,7 +632,8 @@ mod tests {
 
     #[test]
     fn placeholders_are_filled() {
-        let fill = |word: &str, port| fill_placeholders(&word.into(), port, Path::new("/s/seat"));
+        let fill =
+            |word: &str, port| fill_placeholders(&word.into(), port, Some(Path::new("/s/seat")));
         assert_eq!(fill("--connect={port}", "8"), "--connect=8");
         assert_eq!(fill("{port}{port}x", "12"), "1212x");
         assert_eq!(fill("{por}", "1"), "{por}");

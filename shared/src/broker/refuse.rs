@@ -26,9 +26,10 @@ pub struct Upstream {
 }
 
 /// Accepts `https://…`, or `http://` whose host is a loopback address (127.0.0.0/8, ::1,
-/// localhost): a plain-http upstream anywhere else would send the upstream token in clear.
-pub fn upstream(text: &str) -> anyhow::Result<Upstream> {
-    let what = || format!("--upstream ({text})");
+/// localhost): a plain-http upstream anywhere else would send the upstream token (or the
+/// provider's key) in clear. `flag` names where the URL came from.
+pub fn upstream(flag: &str, text: &str) -> anyhow::Result<Upstream> {
+    let what = || format!("{flag} ({text})");
     let uri: hyper::Uri = text
         .parse()
         .map_err(|e| anyhow!("not a URL: {e}"))
@@ -72,7 +73,12 @@ fn is_loopback(host: &str) -> bool {
 /// device), owned by this user, readable by nobody else, checked on the open descriptor so the
 /// name cannot be swapped between the check and the read.
 pub fn token_file(path: &Path) -> anyhow::Result<String> {
-    let what = || format!("--token-file ({})", path.display());
+    secret_file("--token-file", path)
+}
+
+/// The secret in the file `flag` names, under [`token_file`]'s rules.
+pub fn secret_file(flag: &str, path: &Path) -> anyhow::Result<String> {
+    let what = || format!("{flag} ({})", path.display());
     let file = fs::OpenOptions::new()
         .read(true)
         .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
@@ -164,10 +170,10 @@ mod tests {
             "http://[::1]:9",
             "http://localhost:1",
         ] {
-            assert!(upstream(good).is_ok(), "{good}");
+            assert!(upstream("--upstream", good).is_ok(), "{good}");
         }
         assert_eq!(
-            upstream("https://b.example/x/").unwrap().base,
+            upstream("--upstream", "https://b.example/x/").unwrap().base,
             "https://b.example/x"
         );
         for bad in [
@@ -180,7 +186,7 @@ mod tests {
             "https://b.example/?q=1",
             "",
         ] {
-            assert!(upstream(bad).is_err(), "{bad}");
+            assert!(upstream("--upstream", bad).is_err(), "{bad}");
         }
     }
 
