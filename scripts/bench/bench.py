@@ -9,20 +9,26 @@ Measures, with several repetitions and reporting medians and ratios:
   * start-up time of every tool (`--version`, and a tiny job) vs /bin/true;
   * the whole omp adapter.sh pipeline over a stub runtime vs the stub alone (and, with
     --before DIR, the same with an earlier build's binaries);
-  * staging a 5 MiB prompt with moot-render.
+  * staging a 5 MiB prompt with moot-render;
+  * moot-broker --forward's credential proxy vs a direct connection to the same loopback
+    provider: latency per request and streamed throughput.
 Prints a Markdown report on stdout (BENCHMARKS.md holds a run of it).
 
 usage: bench.py [--reps N] [--sizes 100,1024] [--data DIR] [--bin DIR]
 """
 import argparse
 import fcntl
+import http.client
+import http.server
 import os
 import platform
 import re
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -194,6 +200,88 @@ def staging(bin_dir, reps, scratch):
     return per_run(cmd, reps), inline
 
 
+class Provider(http.server.BaseHTTPRequestHandler):
+    """A loopback provider: POST answers a small JSON body; GET /v1/stream/N streams N MiB."""
+    protocol_version = "HTTP/1.1"
+    CHUNK = b"data: " + b"x" * (64 * 1024 - 8) + b"\n\n"
+
+    def setup(self):
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        body = b'{"ok":true}'
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        chunks = int(self.path.rsplit("/", 1)[1]) * 16
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-length", str(chunks * len(self.CHUNK)))
+        self.end_headers()
+        for _ in range(chunks):
+            self.wfile.write(self.CHUNK)
+
+    def log_message(self, *args):
+        pass
+
+
+def through(origin, token, requests, stream_mib):
+    """Median latency of `requests` small POSTs on one kept-alive connection to `origin`, and
+    the MiB/s of one GET streaming `stream_mib` MiB."""
+    host, port = origin.split("//")[1].split(":")
+    conn = http.client.HTTPConnection(host, int(port))
+    conn.connect()
+    conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    headers = {"authorization": f"Bearer {token}", "content-type": "application/json"}
+    times = []
+    for _ in range(requests):
+        start = time.perf_counter()
+        conn.request("POST", "/v1/chat/completions", body=b'{"model":"m"}', headers=headers)
+        conn.getresponse().read()
+        times.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    conn.request("GET", f"/v1/stream/{stream_mib}", headers=headers)
+    response = conn.getresponse()
+    while response.read(1 << 20):
+        pass
+    mib_per_s = stream_mib / (time.perf_counter() - start)
+    conn.close()
+    return statistics.median(times), mib_per_s
+
+
+def credential_proxy(bin_dir, scratch, requests=500, stream_mib=256):
+    """The provider direct and through moot-broker --forward, measured in the same run."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Provider)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    origin = f"http://127.0.0.1:{server.server_address[1]}"
+    found = os.path.join(scratch, "proxy-env")
+    if os.path.exists(found):
+        os.remove(found)
+    broker = subprocess.Popen(
+        [os.path.join(bin_dir, "moot-broker"), "--forward", origin, "--key-env", "BENCH_KEY",
+         "--", "sh", "-c", f'echo "$MOOT_PROXY_URL $MOOT_PROXY_TOKEN" > {found}.tmp && '
+         f'mv {found}.tmp {found} && exec sleep 3600'],
+        env=dict(os.environ, BENCH_KEY="sk-bench"), stdin=subprocess.DEVNULL)
+    try:
+        while not os.path.exists(found):
+            time.sleep(0.01)
+        with open(found) as f:
+            url, token = f.read().split()
+        direct = through(origin, "sk-bench", requests, stream_mib)
+        proxied = through(url, token, requests, stream_mib)
+    finally:
+        broker.terminate()
+        broker.wait()
+        server.shutdown()
+    return direct, proxied
+
+
 def release_dir():
     """Where `make build` puts the static release binaries: target/<host>/release."""
     info = subprocess.run(["rustc", "-vV"], capture_output=True, text=True, check=True).stdout
@@ -275,6 +363,15 @@ def main():
     print(f"| `moot-render omp`, short prompt | {inline * 1000:.2f} ms | |")
     print(f"| `moot-render omp`, 5 MiB prompt staged (0600 file, 0700 dir) | {staged * 1000:.2f} ms | "
           f"{(staged - inline) * 1000:+.2f} ms over the short prompt |")
+
+    direct, proxied = credential_proxy(args.bin, scratch)
+    print("\n## The credential proxy (`moot-broker --forward`, loopback provider)\n")
+    print("| what | direct | through the proxy | the proxy adds |")
+    print("|---|---|---|---|")
+    print(f"| a small request, median of 500 on one connection | {direct[0] * 1000:.3f} ms | "
+          f"{proxied[0] * 1000:.3f} ms | {(proxied[0] - direct[0]) * 1000:+.3f} ms |")
+    print(f"| a 256 MiB streamed answer | {direct[1]:.0f} MiB/s | {proxied[1]:.0f} MiB/s | "
+          f"{proxied[1] / direct[1]:.0%} of direct |")
 
     baseline, runs = startup(args.bin, 200, args.dynamic)
     print("\n## Start-up (mean of 200 runs)\n")

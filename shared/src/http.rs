@@ -79,6 +79,8 @@ where
                 continue;
             }
         };
+        // Answers and streamed events go out as they are written (no Nagle delay).
+        let _ = stream.set_nodelay(true);
         let handler = handler.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request| {
@@ -205,11 +207,16 @@ pub fn client(extra_ca: Option<&std::path::Path>) -> anyhow::Result<Client> {
     .context("configuring TLS")?
     .with_root_certificates(roots)
     .with_no_client_auth();
+    // No Nagle delay: a request's head and a streamed body's first frame go out at once, and a
+    // server-sent event is not held back waiting for the previous one's acknowledgement.
+    let mut tcp = hyper_util::client::legacy::connect::HttpConnector::new();
+    tcp.set_nodelay(true);
+    tcp.enforce_http(false);
     let connector = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)
         .https_or_http()
         .enable_http1()
-        .build();
+        .wrap_connector(tcp);
     Ok(
         hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
             .build(connector),
