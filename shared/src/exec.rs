@@ -48,8 +48,8 @@ use crate::seccomp::Filter;
 use crate::seconds::parse_seconds;
 use crate::{atomic_file, cleanup, reaper};
 
-/// The signals moot-run passes on to the command's group (and then ends it after the grace).
-const FORWARDED: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
+/// The signals moot-run and moot-broker pass on to the command (and then end it after the grace).
+pub const FORWARDED: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
 
 /// What execvp(3) searches when PATH is unset.
 const DEFAULT_PATH: &str = "/bin:/usr/bin";
@@ -947,33 +947,40 @@ fn spawn_failure(program: &Path, argv: &[OsString], error: io::Error) -> Failure
     Failure { ending, error }
 }
 
-/// INT, TERM and HUP (to forward) and CHLD (to notice the exit), read from a signalfd so the
-/// supervision loop waits for a signal, the deadline or the grace period in one poll.
+/// Blocks INT, TERM and HUP (to forward) and CHLD (to notice the command's exit) on the calling
+/// thread, to be read from the signalfd returned; call it before any other thread exists. A
+/// forwarded signal the tool inherited as ignored (nohup, a background job) stays ignored and
+/// is not caught, and the command inherits the same disposition; [`prepare_child`] (and
+/// moot-broker's own) unblocks the rest in the child.
+pub fn catch_forwarded_signals() -> nix::Result<SignalFd> {
+    let mut caught = SigSet::empty();
+    caught.add(Signal::SIGCHLD);
+    for signal in FORWARDED {
+        caught.add(signal);
+    }
+    caught.thread_block()?;
+    let mut ignored = SigSet::empty();
+    for signal in FORWARDED {
+        if inherited_ignored(signal)? {
+            ignored.add(signal);
+            caught.remove(signal);
+        }
+    }
+    ignored.thread_unblock()?;
+    SignalFd::with_flags(&caught, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
+}
+
+/// The signals of [`catch_forwarded_signals`], read from a signalfd so the supervision loop
+/// waits for a signal, the deadline or the grace period in one poll.
 struct Signals {
     fd: SignalFd,
 }
 
 impl Signals {
-    /// Blocks the signals on the calling thread (call it before any other thread exists). A
-    /// forwarded signal moot-run inherited as ignored (nohup, a background job) stays ignored,
-    /// and the command inherits the same disposition; [`prepare_child`] unblocks the rest.
     fn catch() -> nix::Result<Self> {
-        let mut caught = SigSet::empty();
-        caught.add(Signal::SIGCHLD);
-        for signal in FORWARDED {
-            caught.add(signal);
-        }
-        caught.thread_block()?;
-        let mut ignored = SigSet::empty();
-        for signal in FORWARDED {
-            if inherited_ignored(signal)? {
-                ignored.add(signal);
-                caught.remove(signal);
-            }
-        }
-        ignored.thread_unblock()?;
-        let fd = SignalFd::with_flags(&caught, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)?;
-        Ok(Signals { fd })
+        Ok(Signals {
+            fd: catch_forwarded_signals()?,
+        })
     }
 
     /// Waits until a signal is pending, `also` is readable (or closed), or `timeout` (`None`:

@@ -367,3 +367,61 @@ fn a_forward_that_would_leak_or_has_no_key_is_refused() {
     assert_eq!(seat.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&seat.stderr).contains("{seat} names the omp seat"));
 }
+
+/// As moot-run does, an INT that moot-broker inherited as ignored (nohup, a background job)
+/// stays ignored and is not caught; the command ends on its own, and INT changed nothing.
+#[test]
+fn an_interrupt_inherited_as_ignored_stays_ignored() {
+    use nix::sys::signal::{kill, signal, SigHandler, Signal};
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = std::process::Command::new(support::BIN);
+    moot::testkit::with_default_signals(&mut command);
+    // SAFETY: only sets a signal disposition between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            signal(Signal::SIGINT, SigHandler::SigIgn)?;
+            Ok(())
+        });
+    }
+    let mut child = command
+        .args([
+            "--forward",
+            "https://api.example.com",
+            "--key-env",
+            "PROVIDER_KEY",
+        ])
+        .args(["--", "sh", "-c"])
+        .arg(": > \"$0/ran\"; while [ ! -e \"$0/done\" ]; do sleep 0.05; done")
+        .arg(dir.path())
+        .env("PROVIDER_KEY", REAL_KEY)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !dir.path().join("ran").exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the command never ran"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+    let mask = |field: &str| {
+        let line = status.lines().find_map(|l| l.strip_prefix(field)).unwrap();
+        u64::from_str_radix(line.trim(), 16).unwrap()
+    };
+    let int = 1u64 << (Signal::SIGINT as i32 - 1);
+    let term = 1u64 << (Signal::SIGTERM as i32 - 1);
+    assert_eq!(mask("SigIgn:") & int, int, "{status}");
+    assert_eq!(mask("SigBlk:") & (int | term), term, "{status}");
+    kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        Signal::SIGINT,
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("done"), "").unwrap();
+    let (status, stderr) = support::wait_output(&mut child, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}

@@ -33,7 +33,7 @@ use anyhow::{anyhow, bail, Context};
 use nix::errno::Errno;
 use nix::sys::prctl;
 use nix::sys::signal::{kill, SigSet, Signal};
-use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::signalfd::SignalFd;
 use nix::unistd::{getpid, getppid, Pid};
 use tokio::io::unix::AsyncFd;
 
@@ -52,9 +52,6 @@ pub const EXIT_FAILED: u8 = 1;
 /// The command could not be executed / was not found (as the shell's).
 const EXIT_CANNOT_INVOKE: u8 = 126;
 const EXIT_NOT_FOUND: u8 = 127;
-
-/// The signals moot-broker passes on to the command.
-const FORWARDED: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
 
 /// The largest `--models-file` copied into the seat.
 const MODELS_LIMIT: usize = 1024 * 1024;
@@ -323,20 +320,8 @@ fn free_dir(dir: &Path) -> anyhow::Result<PathBuf> {
     std::path::absolute(dir).with_context(what)
 }
 
-/// Blocks the forwarded signals and SIGCHLD on this thread (before any other thread exists, so
-/// every thread inherits the mask) and reads them from a signalfd instead.
-fn catch_signals() -> nix::Result<SignalFd> {
-    let mut caught = SigSet::empty();
-    caught.add(Signal::SIGCHLD);
-    for signal in FORWARDED {
-        caught.add(signal);
-    }
-    caught.thread_block()?;
-    SignalFd::with_flags(&caught, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
-}
-
 fn serve(job: Job, started: &Cell<bool>) -> anyhow::Result<ExitCode> {
-    let signals = catch_signals().context("catching signals")?;
+    let signals = exec::catch_forwarded_signals().context("catching signals")?;
     match &job.mode {
         Mode::Seat(seat) => {
             // SAFETY: no thread exists yet; the runtime below starts the first.
@@ -530,7 +515,7 @@ async fn supervise(
                 let mut ready = ready.context("reading signals")?;
                 while let Ok(Some(info)) = ready.get_inner_mut().read_signal() {
                     let Ok(signal) = Signal::try_from(info.ssi_signo as i32) else { continue };
-                    if FORWARDED.contains(&signal) {
+                    if exec::FORWARDED.contains(&signal) {
                         let _ = kill(pid, signal);
                         kill_at.get_or_insert(tokio::time::Instant::now() + job.grace);
                     }
