@@ -46,8 +46,10 @@ Examples:
       moot-sandbox --profile omp --state {seat}/state --connect {port} --ro-try \"$stage/p\" -- |
     moot-parse-omp
   moot-broker --upstream http://127.0.0.1:8765 --token-file t --model kimi-code/k3 -- omp -p hi
-  moot-broker --forward https://api.anthropic.com --key-env ANTHROPIC_API_KEY --key-header x-api-key \\
-    -- sh -c 'ANTHROPIC_BASE_URL=$MOOT_PROXY_URL ANTHROPIC_API_KEY=$MOOT_PROXY_TOKEN exec ./my-agent'";
+  moot-broker --forward https://api.anthropic.com --key-file ~/.config/anthropic.key \\
+    --key-header x-api-key -- sh -c 'ANTHROPIC_BASE_URL=$MOOT_PROXY_URL \\
+      ANTHROPIC_API_KEY=$MOOT_PROXY_TOKEN exec moot-sandbox --rw \"$PWD\" --connect {port} -- ./my-agent'
+    (confine the agent: it runs as you, and could otherwise read the key file)";
 
 fn main() -> ExitCode {
     // broker::run reports its own failures, each with its own status.

@@ -173,6 +173,25 @@ fn the_provider_sees_the_real_key_and_the_seat_only_its_token() {
         }
         assert_eq!(provider.seen.lock().unwrap().len(), 1);
 
+        // What would echo the key back, tunnel, or leave the base path is not forwarded.
+        let client = http::client(None).unwrap();
+        for (method, path, status) in [
+            ("TRACE", "/messages", StatusCode::METHOD_NOT_ALLOWED),
+            ("CONNECT", "/messages", StatusCode::METHOD_NOT_ALLOWED),
+            ("GET", "/../admin", StatusCode::BAD_REQUEST),
+            ("GET", "/%2e%2e/admin", StatusCode::BAD_REQUEST),
+        ] {
+            let request = Request::builder()
+                .method(method)
+                .uri(format!("{url}{path}"))
+                .header("x-api-key", JOB_TOKEN)
+                .body(http::empty())
+                .unwrap();
+            let answered = client.request(request).await.unwrap();
+            assert_eq!(answered.status(), status, "{method} {path}");
+        }
+        assert_eq!(provider.seen.lock().unwrap().len(), 1);
+
         // The events stream through as they come: the provider sends the second only after
         // the client has read the first, which a buffering proxy would never deliver.
         let streamed = post(&url, "/stream", JOB_TOKEN).await;
@@ -224,6 +243,8 @@ fn forwarding(dir: &std::path::Path, flags: &[&str]) -> std::process::Child {
         .args(["--", "sh", "-c", script])
         .arg(dir)
         .env("PROVIDER_KEY", REAL_KEY)
+        .env("PROVIDER_KEY_NOTE", "another variable")
+        .env("BROKEN_KEY", "sk-line\nInjected: 1")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -267,7 +288,12 @@ fn the_command_gets_the_proxy_and_its_token_and_never_the_key() {
     }
     let env = std::fs::read_to_string(work.join("env")).unwrap();
     assert!(!env.contains(REAL_KEY), "{env}");
-    assert!(!env.contains("PROVIDER_KEY"), "{env}");
+    assert!(!env.contains("PROVIDER_KEY="), "{env}");
+    // Only the key's own variable is hidden, not every one its name begins.
+    assert!(
+        env.contains("PROVIDER_KEY_NOTE=another variable\n"),
+        "{env}"
+    );
     let value = |name: &str| {
         env.lines()
             .find_map(|line| line.strip_prefix(&format!("{name}=")))
@@ -329,6 +355,24 @@ fn a_forward_that_would_leak_or_has_no_key_is_refused() {
         (
             vec!["--forward", "https://api.example.com"],
             "give --key-file or --key-env",
+        ),
+        (
+            vec![
+                "--forward",
+                "https://api.example.com",
+                "--key-env",
+                "BROKEN_KEY",
+            ],
+            "--key-env BROKEN_KEY: the credential has a byte no HTTP header may carry",
+        ),
+        (
+            vec![
+                "--forward",
+                "http://127.0.0.1:84407/v1",
+                "--key-env",
+                "PROVIDER_KEY",
+            ],
+            "has a port that is not a TCP port",
         ),
         (
             vec!["--forward", "https://api.example.com", "--key-file", loose],

@@ -20,7 +20,7 @@ use anyhow::{anyhow, bail, Context};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONNECTION};
-use hyper::{Request, Response, StatusCode, Uri};
+use hyper::{Method, Request, Response, StatusCode, Uri};
 use serde_json::json;
 
 use super::proxy::constant_time_eq;
@@ -64,7 +64,9 @@ pub enum Scheme {
 }
 
 impl Scheme {
-    fn header(self, secret: &str) -> anyhow::Result<(HeaderName, HeaderValue)> {
+    /// The header that carries `secret`; refused when no HTTP header can carry it (a line
+    /// break, a control byte).
+    pub fn header(self, secret: &str) -> anyhow::Result<(HeaderName, HeaderValue)> {
         let (name, value) = match self {
             Scheme::Bearer => (AUTHORIZATION, format!("Bearer {secret}")),
             Scheme::XApiKey => (HeaderName::from_static("x-api-key"), secret.to_string()),
@@ -121,6 +123,22 @@ impl Forwarder {
             return error(
                 StatusCode::UNAUTHORIZED,
                 "moot-broker: this proxy takes only the running job's token",
+            );
+        }
+        // TRACE would have the provider (or a gateway before it) echo the request, the real key
+        // included; CONNECT asks for a tunnel. No model API uses either.
+        if [Method::TRACE, Method::CONNECT].contains(request.method()) {
+            return error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                &format!("moot-broker: {} is not forwarded", request.method()),
+            );
+        }
+        // A `.` or `..` segment would leave the provider's base path once the provider (or a
+        // gateway) normalizes it, with the key: the key is for the base URL and below only.
+        if has_dot_segment(request.uri().path()) {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "moot-broker: a path with a '.' or '..' segment is not forwarded",
             );
         }
         match self.forward(request).await {
@@ -189,6 +207,14 @@ impl Forwarder {
             .build()
             .context("the provider URL of a request")
     }
+}
+
+/// Whether `path` has a `.` or `..` segment, plain or percent-encoded.
+fn has_dot_segment(path: &str) -> bool {
+    path.split('/').any(|segment| {
+        let decoded = segment.to_ascii_lowercase().replace("%2e", ".");
+        decoded == "." || decoded == ".."
+    })
 }
 
 /// Copies the headers of the message, leaving out those of the connection (the hop-by-hop
@@ -269,6 +295,23 @@ mod tests {
         assert!(!with("authorization", "Bearer moot-job2"));
         assert!(!with("x-other", "moot-job"));
         assert!(!forwarder.carries_token(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn dot_segments_are_found_however_spelled() {
+        for path in [
+            "/v1/../admin",
+            "/..",
+            "/./x",
+            "/a/%2e%2E/b",
+            "/%2E/x",
+            "/a/.%2e",
+        ] {
+            assert!(has_dot_segment(path), "{path}");
+        }
+        for path in ["/v1/messages", "/v1/a.b", "/...", "/v1/.well-known", "/"] {
+            assert!(!has_dot_segment(path), "{path}");
+        }
     }
 
     #[test]

@@ -234,6 +234,12 @@ fn check_forward(
         }
         (None, None) => bail!("--forward needs the provider's key: give --key-file or --key-env"),
     };
+    args.key_header
+        .header(&key)
+        .with_context(|| match &key_env {
+            Some(name) => format!("--key-env {}", name.to_string_lossy()),
+            None => "--key-file".to_string(),
+        })?;
     if args
         .command
         .iter()
@@ -368,7 +374,7 @@ async fn deliver_forward(
         ),
         ("MOOT_PROXY_TOKEN".into(), token.into()),
     ];
-    let hidden: Vec<&OsStr> = forward.key_env.iter().map(OsString::as_os_str).collect();
+    let hidden = |name: &OsStr| forward.key_env.as_deref() == Some(name);
     let command = command(job, port, None, &hidden, &proxy_env);
     let outcome = supervise(job, command, signals, started).await;
     forwarder.close();
@@ -429,13 +435,8 @@ async fn deliver(
     });
     // No OMP_AUTH_BROKER_* variable: an inherited URL would override config.yml and bypass
     // the proxy.
-    let command = command(
-        job,
-        port,
-        Some(&seat_job.seat_dir),
-        &[OsStr::new("OMP_AUTH_BROKER_")],
-        &seat.env(),
-    );
+    let hidden = |name: &OsStr| name.as_bytes().starts_with(b"OMP_AUTH_BROKER_");
+    let command = command(job, port, Some(&seat_job.seat_dir), &hidden, &seat.env());
     let outcome = supervise(job, command, signals, started).await;
     if let Ok(Ended::Ran(status)) = outcome {
         if status != 0 && !proxy.was_reached() {
@@ -530,12 +531,12 @@ async fn supervise(
 }
 
 /// The command: `{port}` (and `{seat}`, when there is one) filled in, the caller's environment
-/// without the variables whose names start with one of `hidden`, then `set`.
+/// without the variables `hidden` names, then `set`.
 fn command(
     job: &Job,
     port: u16,
     seat_dir: Option<&Path>,
-    hidden: &[&OsStr],
+    hidden: &dyn Fn(&OsStr) -> bool,
     set: &[(OsString, OsString)],
 ) -> Command {
     let port = port.to_string();
@@ -549,11 +550,7 @@ fn command(
     command.envs(
         job.env
             .iter()
-            .filter(|(name, _)| {
-                !hidden
-                    .iter()
-                    .any(|prefix| name.as_bytes().starts_with(prefix.as_bytes()))
-            })
+            .filter(|(name, _)| !hidden(name))
             .filter(|(name, _)| !set.iter().any(|(given, _)| given == name))
             .map(|(k, v)| (k, v)),
     );

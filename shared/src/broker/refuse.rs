@@ -45,6 +45,15 @@ pub fn upstream(flag: &str, text: &str) -> anyhow::Result<Upstream> {
         ))
         .with_context(what);
     }
+    // The URI parser reads a port past 65535 as none at all, which would mean the scheme's.
+    let port = uri
+        .authority()
+        .and_then(|a| a.as_str().rsplit_once(':'))
+        .map(|(_, port)| port)
+        .filter(|port| !port.contains(']'));
+    if port.is_some_and(|port| port.parse::<u16>().is_err()) {
+        return Err(anyhow!("has a port that is not a TCP port")).with_context(what);
+    }
     match uri.scheme_str() {
         Some("https") => {}
         Some("http") if is_loopback(host) => {}
@@ -184,6 +193,7 @@ mod tests {
             "127.0.0.1:8765",
             "https://user:pw@b.example",
             "https://b.example/?q=1",
+            "http://127.0.0.1:84407/v1",
             "",
         ] {
             assert!(upstream("--upstream", bad).is_err(), "{bad}");
