@@ -101,8 +101,9 @@ fn check_directory(meta: &fs::Metadata) -> anyhow::Result<()> {
             meta.uid()
         );
     }
-    // 0711: a stage moot-render gave the seat's user (--stage-user) can be entered, not listed.
-    if !matches!(meta.mode() & 0o7777, 0o700 | 0o711) {
+    // 0750 (and 0711 before it): a stage moot-render gave the seat's user (--stage-user), who
+    // may list and enter it through its group, never write it.
+    if !matches!(meta.mode() & 0o7777, 0o700 | 0o711 | 0o750) {
         anyhow::bail!(
             "has mode {:04o}, not 0700: moot's scratch directories are private, this one is not \
              moot's",

@@ -166,9 +166,10 @@ pub struct JobArgs {
     #[arg(long, value_name = "DIR")]
     pub stage_dir: Option<String>,
 
-    /// Give a staged prompt to USER (0600; its directory, still yours, 0711): the seat's user
-    /// under moot-sandbox --user, which could not read root's. Needs root, and a stage directory
-    /// moot-render makes (--stage-dir naming one that does not exist yet, or none).
+    /// Give a staged prompt to USER (0600; its directory, still yours, 0750 and its group's):
+    /// the seat's user under moot-sandbox --user, which could not read root's. Needs root, and
+    /// a stage directory moot-render makes (--stage-dir naming one that does not exist yet, or
+    /// none).
     #[arg(long, value_name = "USER[:GROUP]")]
     pub stage_user: Option<String>,
 

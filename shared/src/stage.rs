@@ -285,9 +285,10 @@ fn mark_removable(plan: &StagePlan) -> anyhow::Result<()> {
 }
 
 /// Gives the written prompt to the plan's reader, if any: the file becomes that user's (0600),
-/// and the directory, still the caller's, may be entered (0711) but not listed or written, so
-/// the reader can neither rename the prompt nor plant anything beside it, and `--cleanup`
-/// still removes it.
+/// and the directory, still the caller's, the reader's group's to enter and list (0750) but not
+/// to write, so the reader can neither rename the prompt nor plant anything beside it, and
+/// `--cleanup` still removes it. Listing matters: kimi-cli refuses an `--add-dir` it cannot
+/// read (exit 2).
 fn give_away(plan: &StagePlan) -> anyhow::Result<()> {
     let Some((uid, gid)) = plan.reader else {
         return Ok(());
@@ -299,7 +300,8 @@ fn give_away(plan: &StagePlan) -> anyhow::Result<()> {
         )
     };
     std::os::unix::fs::lchown(&plan.file, Some(uid), Some(gid)).with_context(context)?;
-    fs::set_permissions(&plan.dir, Permissions::from_mode(0o711)).with_context(context)?;
+    std::os::unix::fs::lchown(&plan.dir, None, Some(gid)).with_context(context)?;
+    fs::set_permissions(&plan.dir, Permissions::from_mode(0o750)).with_context(context)?;
     Ok(())
 }
 

@@ -381,8 +381,8 @@ fn a_reader_that_goes_away_leaves_nothing_staged() {
 
 /// A root CI job's seat runs as another user (moot-sandbox --user), which could not read a
 /// prompt of root's: --stage-user gives it the prompt (0600, its own) in a directory it may
-/// enter but not list or write (0711, still the caller's, still removable by --cleanup). A
-/// directory of the caller's is never changed.
+/// enter and list but not write (0750, its group's, still the caller's, still removable by
+/// --cleanup), and no other user may enter. A directory of the caller's is never changed.
 #[test]
 fn a_staged_prompt_is_given_to_the_seats_user() {
     if !nix::unistd::geteuid().is_root() {
@@ -418,22 +418,27 @@ fn a_staged_prompt_is_given_to_the_seats_user() {
     assert_eq!(fs::metadata(&file).unwrap().uid(), 65534);
     assert_eq!(mode(&file), 0o600);
     assert_eq!(fs::metadata(&dir).unwrap().uid(), 0);
-    assert_eq!(mode(&dir), 0o711);
-    // The seat's user reads it; it cannot list or write the directory.
-    let as_seat = |script: &str| {
+    assert_eq!(fs::metadata(&dir).unwrap().gid(), 65534);
+    assert_eq!(mode(&dir), 0o750);
+    // The seat's user reads and lists it (kimi-cli's --add-dir must be readable); it cannot
+    // write the directory, and another user cannot enter it.
+    let as_user = |id: u32, script: &str| {
         use std::os::unix::process::CommandExt;
         let out = Command::new("sh")
             .args(["-c", script, "sh", dir_s])
-            .uid(65534)
-            .gid(65534)
+            .uid(id)
+            .gid(id)
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
+    let attempt = "head -c 3 \"$1/prompt.md\" 2>/dev/null; echo; ls \"$1\" 2>/dev/null; \
+                   touch \"$1/x\" 2>/dev/null || echo no-write";
     assert_eq!(
-        as_seat("head -c 3 \"$1/prompt.md\"; ls \"$1\" >/dev/null 2>&1 || echo ' no-list'; touch \"$1/x\" 2>/dev/null || echo no-write"),
-        format!("{} no-list\nno-write\n", &prompt[..3])
+        as_user(65534, attempt),
+        format!("{}\nprompt.md\nno-write\n", &prompt[..3])
     );
+    assert_eq!(as_user(4242, attempt), "\nno-write\n");
     // --cleanup (moot-run, a parser) removes it as moot's own scratch.
     let removable = moot::cleanup::check(std::slice::from_ref(&dir)).unwrap();
     moot::cleanup::remove(&removable[0]).unwrap();
