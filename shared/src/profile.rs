@@ -286,7 +286,7 @@ fn refuse_shared_state(
     homes: &[PathBuf],
     dir: &Path,
 ) -> anyhow::Result<()> {
-    let resolved = resolved_as_far_as_it_exists(dir);
+    let resolved = crate::worktree::resolve(dir);
     let both = |path: &Path| [Some(path.to_path_buf()), fs::canonicalize(path).ok()];
     let overlaps = |other: &Path| {
         [dir, resolved.as_path()]
@@ -330,24 +330,6 @@ fn refuse_shared_state(
         }
     }
     Ok(())
-}
-
-/// `path` with its longest existing ancestor resolved (links and `..`), the rest appended.
-pub fn resolved_as_far_as_it_exists(path: &Path) -> PathBuf {
-    let mut missing = Vec::new();
-    let mut existing = path;
-    loop {
-        if let Ok(real) = fs::canonicalize(existing) {
-            return missing.iter().rev().fold(real, |acc, name| acc.join(name));
-        }
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                missing.push(name.to_os_string());
-                existing = parent;
-            }
-            _ => return path.to_path_buf(),
-        }
-    }
 }
 
 /// The private state in `dir`: the environment the CLI sees there, the directories it writes,

@@ -463,13 +463,10 @@ fn derive_profile(args: &SandboxArgs, program: &Path) -> Result<Option<Profile>,
 /// or whatever else writes there, would choose what the CLI loads from its HOME.
 fn refuse_state_in_grant(state: &Path, args: &SandboxArgs) -> Result<(), Refusal> {
     // Compared as given and with links resolved: a grant spelled through a link is the same.
-    let states = [
-        state.to_path_buf(),
-        profile::resolved_as_far_as_it_exists(state),
-    ];
+    let states = [state.to_path_buf(), crate::worktree::resolve(state)];
     for grant in args.rw.iter().chain(&args.rw_try) {
         let grant = std::path::absolute(grant).unwrap_or_else(|_| grant.clone());
-        let grants = [grant.clone(), profile::resolved_as_far_as_it_exists(&grant)];
+        let grants = [grant.clone(), crate::worktree::resolve(&grant)];
         let overlap = states
             .iter()
             .any(|s| grants.iter().any(|g| s.starts_with(g) || g.starts_with(s)));
