@@ -11,6 +11,7 @@ use std::str::FromStr;
 
 use crate::model::{Meta, PROXY_VARS};
 use crate::registry;
+use crate::seat_proxy;
 
 /// Kept under every preset: what any CLI needs to find its binaries, home, locale and terminal.
 pub const COMMON_ALLOWLIST: &[&str] = &[
@@ -121,6 +122,7 @@ pub fn curate(
         .chain(preset.env.names)
         .chain(preset.env.keys)
         .chain(PROXY_VARS)
+        .chain(&seat_proxy::VARS)
         .copied()
         .chain(preset.needs.variables())
         .map(Pattern::of_allowlist)

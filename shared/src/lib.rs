@@ -30,6 +30,7 @@ pub mod render;
 pub mod report;
 pub mod runtime;
 pub mod sandbox;
+pub mod seat_proxy;
 pub mod seccomp;
 pub mod seconds;
 pub mod session;

@@ -33,6 +33,8 @@ use nix::fcntl::{AtFlags, OFlag};
 use nix::sys::stat::Mode;
 use nix::unistd::{unlinkat, UnlinkatFlags};
 
+use crate::seat_proxy::SeatProxy;
+
 /// The largest file carried in (a credentials database is the largest expected).
 const CARRY_LIMIT: u64 = 64 << 20;
 
@@ -52,6 +54,9 @@ pub struct PrivateState {
     pub carried: Vec<Carried>,
     /// The variables unset for the CLI, so that every place it uses is below `home`.
     pub unset: Vec<&'static str>,
+    /// The job's credential proxy: every copy gets its token in place of the provider's key
+    /// and its URL in place of the provider's.
+    pub proxy: Option<SeatProxy>,
 }
 
 /// One file (or directory of files) of the operator's configuration, and where the CLI finds
@@ -62,6 +67,9 @@ pub struct Carried {
     pub to: PathBuf,
     /// A directory: its regular files are copied, nothing below them.
     pub dir: bool,
+    /// A login kept out of a seat behind a credential proxy: removed from the state, never
+    /// copied.
+    pub kept_out: bool,
     pub why: String,
 }
 
@@ -79,7 +87,14 @@ impl PrivateState {
         let what = || format!("--state ({})", self.dir.display());
         let mut loaded = Vec::with_capacity(self.carried.len());
         for carried in &self.carried {
-            loaded.push(load(carried).with_context(what)?);
+            let content = match carried.kept_out {
+                true => Content::Absent,
+                false => load(carried).with_context(what)?,
+            };
+            loaded.push(match &self.proxy {
+                Some(proxy) => content.rewritten(proxy),
+                None => content,
+            });
         }
         let owner = seat_user.map_or(nix::unistd::geteuid().as_raw(), |(uid, _)| uid);
         make_for(&self.dir, seat_user).with_context(what)?;
@@ -261,6 +276,22 @@ enum Content {
     /// A directory's regular files, by name.
     Dir(Vec<(std::ffi::OsString, Vec<u8>)>),
     Absent,
+}
+
+impl Content {
+    /// The content as a seat behind `proxy` gets it (see [`SeatProxy::rewrite`]).
+    fn rewritten(self, proxy: &SeatProxy) -> Content {
+        match self {
+            Content::File(bytes) => Content::File(proxy.rewrite(&bytes)),
+            Content::Dir(files) => Content::Dir(
+                files
+                    .into_iter()
+                    .map(|(name, bytes)| (name, proxy.rewrite(&bytes)))
+                    .collect(),
+            ),
+            Content::Absent => Content::Absent,
+        }
+    }
 }
 
 /// Reads one carried file or directory of the operator's (links followed: they are the
@@ -461,6 +492,7 @@ mod tests {
 
     fn state(dir: &Path, carried: Vec<Carried>) -> PrivateState {
         PrivateState {
+            proxy: None,
             dir: dir.to_path_buf(),
             home: dir.join("home"),
             dirs: vec![dir.join("home/.cli/tmp")],
@@ -471,6 +503,7 @@ mod tests {
 
     fn carried(from: &Path, to: &Path, dir: bool) -> Carried {
         Carried {
+            kept_out: false,
             from: from.to_path_buf(),
             to: to.to_path_buf(),
             dir,

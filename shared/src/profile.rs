@@ -23,6 +23,7 @@ use anyhow::{anyhow, Context};
 use crate::exec::resolve_program;
 use crate::model::{Access, Needs, Place, PROXY_VARS};
 use crate::private_state::{Carried, PrivateState};
+use crate::seat_proxy::{self, SeatProxy};
 
 /// A declared place on this machine: where it is, and making it when the CLI would.
 trait PlaceOnHost {
@@ -124,6 +125,8 @@ pub struct Profile {
     pub files: Vec<(&'static str, &'static str, &'static str)>,
     /// The seat's private state (`--state`): made and filled before the command runs.
     pub state: Option<PrivateState>,
+    /// The job's credential proxy, the seat's only way to its provider.
+    pub proxy: Option<SeatProxy>,
 }
 
 impl fmt::Display for Profile {
@@ -148,11 +151,28 @@ impl fmt::Display for Profile {
         for (name, _, why) in &self.files {
             writeln!(f, "# hands ${name} a sealed in-memory file\t# {why}")?;
         }
+        if let Some(proxy) = &self.proxy {
+            writeln!(
+                f,
+                "# credential proxy {}\t# the provider's key is the job token in every copy and \
+                 variable, the provider's URL the proxy's; no proxy variable reaches the CLI",
+                proxy.url
+            )?;
+        }
         if let Some(state) = &self.state {
             for name in &state.unset {
                 writeln!(f, "# unsets {name}\t# its place is in the private state")?;
             }
-            for carried in &state.carried {
+            for carried in state.carried.iter().filter(|c| c.kept_out) {
+                writeln!(
+                    f,
+                    "# keeps out {}\t# {}: a login the credential proxy does not hold \
+                     (--seat-holds-login carries it)",
+                    carried.from.display(),
+                    carried.why
+                )?;
+            }
+            for carried in state.carried.iter().filter(|c| !c.kept_out) {
                 writeln!(
                     f,
                     "# copies {} to {}\t# {}, as the operator has it before the job",
@@ -180,6 +200,7 @@ pub fn derive(
     program: &Path,
     env: &Env,
     state: Option<&Path>,
+    proxy: Option<&SeatProxy>,
 ) -> anyhow::Result<Profile> {
     let mut profile = Profile::default();
     let path_var = env.get("PATH").map(OsString::from);
@@ -201,7 +222,7 @@ pub fn derive(
     let private = match state {
         Some(dir) => {
             refuse_shared_state(runtime, env, &homes, dir)?;
-            Some(plan_state(runtime, needs, env, dir))
+            Some(plan_state(runtime, needs, env, dir, proxy))
         }
         None if needs.written().next().is_some() => anyhow::bail!(
             "{runtime} writes state (sessions, caches, its config): give --state DIR, a \
@@ -229,12 +250,27 @@ pub fn derive(
             }
         }
     }
-    profile.connect = ports(runtime, needs, env);
     profile.env = needs
         .env
         .iter()
         .map(|(name, value, why)| (name.to_string(), value.to_string(), why.to_string()))
         .collect();
+    profile.connect = match proxy {
+        Some(proxy) => {
+            profile
+                .env
+                .extend(proxy_url_vars(runtime, needs, env, proxy));
+            profile.proxy = Some(proxy.clone());
+            vec![(
+                proxy.port,
+                format!(
+                    "the job's credential proxy (${}), {runtime}'s only way out",
+                    seat_proxy::URL
+                ),
+            )]
+        }
+        None => ports(runtime, needs, env),
+    };
     profile.files = needs.files.to_vec();
     if let Some(place) = &needs.temp {
         if let Some((path, source)) = place.locate(seat_env) {
@@ -313,7 +349,12 @@ fn refuse_shared_state(
     }
     for meta in crate::registry::all() {
         let needs = &meta.needs;
-        for place in needs.written().chain(needs.url_files).chain(needs.carried) {
+        let operators = needs
+            .url_files
+            .iter()
+            .chain(needs.carried)
+            .chain(needs.logins);
+        for place in needs.written().chain(operators) {
             let Some((path, source)) = place.locate(env) else {
                 continue;
             };
@@ -334,7 +375,17 @@ fn refuse_shared_state(
 
 /// The private state in `dir`: the environment the CLI sees there, the directories it writes,
 /// and the operator's files (provider config, credentials, settings) copied in.
-fn plan_state(runtime: &str, needs: &Needs, env: &Env, dir: &Path) -> (Env, PrivateState) {
+///
+/// Behind a credential proxy, the copies get the job token in place of the proxied key and the
+/// proxy's URL in place of the provider's, and the operator's logins are kept out (removed from
+/// the state) unless the caller carries them (`--seat-holds-login`).
+fn plan_state(
+    runtime: &str,
+    needs: &Needs,
+    env: &Env,
+    dir: &Path,
+    proxy: Option<&SeatProxy>,
+) -> (Env, PrivateState) {
     let mut unset: Vec<&'static str> = needs.written().filter_map(|p| p.var).collect();
     unset.sort_unstable();
     unset.dedup();
@@ -347,17 +398,21 @@ fn plan_state(runtime: &str, needs: &Needs, env: &Env, dir: &Path) -> (Env, Priv
         .map(|(path, _)| path)
         .filter(|path| path.starts_with(dir))
         .collect();
+    let logins_kept_out = proxy.is_some_and(|proxy| !proxy.carry_logins);
     let carried = needs
         .url_files
         .iter()
         .chain(needs.carried)
-        .filter_map(|place| {
+        .map(|place| (place, false))
+        .chain(needs.logins.iter().map(|place| (place, logins_kept_out)))
+        .filter_map(|(place, kept_out)| {
             let (from, _) = place.locate(env)?;
             let (to, _) = place.locate(&seat_env)?;
             to.starts_with(dir).then(|| Carried {
                 from,
                 to,
                 dir: place.dir,
+                kept_out,
                 why: format!("{runtime}'s {}", place.why),
             })
         })
@@ -368,6 +423,7 @@ fn plan_state(runtime: &str, needs: &Needs, env: &Env, dir: &Path) -> (Env, Priv
         dirs,
         carried,
         unset,
+        proxy: proxy.cloned(),
     };
     (seat_env, state)
 }
@@ -613,6 +669,39 @@ fn shebang(path: &Path) -> anyhow::Result<Option<Interpreter>> {
     Ok(Some(Interpreter::Path(PathBuf::from(first))))
 }
 
+/// The base-URL variables set to the proxy: a CLI whose configuration files do not name the
+/// provider reaches its built-in endpoint (claude's api.anthropic.com, codex's OpenAI) unless
+/// told, and the proxy forwards to that provider. A variable already set is rewritten with the
+/// rest of the environment instead (src/sandbox.rs).
+fn proxy_url_vars(
+    runtime: &str,
+    needs: &Needs,
+    env: &Env,
+    proxy: &SeatProxy,
+) -> Vec<(String, String, String)> {
+    let configured = needs.url_files.iter().any(|place| {
+        place
+            .locate(env)
+            .and_then(|(path, _)| fs::read(path).ok())
+            .is_some_and(|text| proxy.names_upstream(&text))
+    });
+    if configured {
+        return Vec::new();
+    }
+    needs
+        .url_vars
+        .iter()
+        .filter(|var| env.get(var).is_none_or(|v| v.is_empty()))
+        .map(|var| {
+            (
+                var.to_string(),
+                proxy.url.clone(),
+                format!("{runtime} reaches its provider through the job's credential proxy"),
+            )
+        })
+        .collect()
+}
+
 /// The TCP ports of every provider URL the CLI is configured with; 443 when there is none.
 fn ports(runtime: &str, needs: &Needs, env: &Env) -> Vec<(u16, String)> {
     let mut found: BTreeSet<(u16, String)> = BTreeSet::new();
@@ -733,7 +822,15 @@ mod tests {
             ),
             ("HOME", root.path().join("home").to_str().unwrap()),
         ]);
-        let profile = derive("omp", &Needs::NONE, &modules.join(".bin/omp"), &env, None).unwrap();
+        let profile = derive(
+            "omp",
+            &Needs::NONE,
+            &modules.join(".bin/omp"),
+            &env,
+            None,
+            None,
+        )
+        .unwrap();
         let paths: Vec<(&Path, Access)> = profile
             .grants
             .iter()
@@ -755,7 +852,7 @@ mod tests {
         let program = root.path().join("bin/tool");
         executable(&program, "#!/usr/bin/env no-such-interpreter-xyz\n");
         let env = Env::from_pairs(&[("PATH", "/usr/bin")]);
-        let error = derive("omp", &Needs::NONE, &program, &env, None).unwrap_err();
+        let error = derive("omp", &Needs::NONE, &program, &env, None, None).unwrap_err();
         assert!(
             format!("{error:#}").contains("no-such-interpreter-xyz"),
             "{error:#}"
@@ -793,9 +890,10 @@ mod tests {
                 "config",
             )],
             carried: &[],
+            logins: &[],
         };
         let unmoved = Env::from_pairs(&[("HOME", home.to_str().unwrap())]);
-        let error = derive("tool", &NEEDS, &program, &unmoved, None).unwrap_err();
+        let error = derive("tool", &NEEDS, &program, &unmoved, None, None).unwrap_err();
         assert!(format!("{error}").contains("give --state DIR"), "{error}");
 
         let moved_env = Env::from_pairs(&[
@@ -803,7 +901,7 @@ mod tests {
             ("TOOL_HOME", moved.to_str().unwrap()),
             ("TOOL_BASE_URL", "https://example.com:8443/"),
         ]);
-        let profile = derive("tool", &NEEDS, &program, &moved_env, Some(&state)).unwrap();
+        let profile = derive("tool", &NEEDS, &program, &moved_env, Some(&state), None).unwrap();
         // Nothing of the operator's is granted; the state is, and the CLI's places are in it.
         let writable: Vec<&Path> = profile
             .grants
@@ -833,7 +931,7 @@ mod tests {
             "base_url = \"http://any-host:6379/\"",
         )
         .unwrap();
-        let profile = derive("tool", &NEEDS, &program, &moved_env, Some(&state)).unwrap();
+        let profile = derive("tool", &NEEDS, &program, &moved_env, Some(&state), None).unwrap();
         let ports: Vec<u16> = profile.connect.iter().map(|(p, _)| *p).collect();
         assert_eq!(ports, [8443, 18084]);
 
@@ -842,7 +940,7 @@ mod tests {
             ("HOME", home.to_str().unwrap()),
             ("https_proxy", "http://proxy.corp:3128"),
         ]);
-        let profile = derive("tool", &NEEDS, &program, &proxied, Some(&state)).unwrap();
+        let profile = derive("tool", &NEEDS, &program, &proxied, Some(&state), None).unwrap();
         let ports: Vec<u16> = profile.connect.iter().map(|(p, _)| *p).collect();
         assert_eq!(ports, [443, 3128]);
     }
@@ -870,7 +968,7 @@ mod tests {
                 .map(|(k, v)| (k.as_str(), v.as_str()))
                 .collect();
             for env in [Env::from_pairs(&pairs[..1]), Env::from_pairs(&pairs)] {
-                let profile = derive(meta.name, needs, &program, &env, Some(&state)).unwrap();
+                let profile = derive(meta.name, needs, &program, &env, Some(&state), None).unwrap();
                 for grant in &profile.grants {
                     assert!(
                         grant.access < Access::ReadWrite || grant.path == state,
@@ -906,7 +1004,7 @@ mod tests {
             ("HOME", home.to_str().unwrap()),
             ("CLAUDE_CODE_TMPDIR", moved.to_str().unwrap()),
         ]);
-        let profile = derive("claude", needs, &program, &env, Some(&state)).unwrap();
+        let profile = derive("claude", needs, &program, &env, Some(&state), None).unwrap();
         assert!(
             !profile
                 .grants

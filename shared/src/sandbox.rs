@@ -19,6 +19,7 @@ use std::fmt;
 use std::fs;
 use std::io::Write;
 use std::os::fd::RawFd;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -37,11 +38,13 @@ use nix::unistd::geteuid;
 use serde::{Deserialize, Serialize};
 
 use crate::exec::{resolve_program, Unresolved};
+use crate::model::PROXY_VARS;
 use crate::outcome::{EXIT_CANNOT_INVOKE, EXIT_NOT_FOUND};
 use crate::privilege::{self, CapSets, Identity};
 use crate::profile::{self, Profile};
 use crate::registry;
 use crate::report;
+use crate::seat_proxy::{self, SeatProxy};
 
 /// The newest Landlock ABI this build uses and was tested on (Linux 6.15). Every right of it is
 /// asked for; newer ones (ABI 8's all-threads flag, ABI 9's pathname UNIX sockets, ABI 10's UDP)
@@ -166,6 +169,12 @@ pub struct SandboxArgs {
     #[arg(long, value_name = "DIR", requires = "profile")]
     pub state: Option<PathBuf>,
 
+    /// Behind a credential proxy (moot-broker --forward): copy the operator's logins (OAuth
+    /// tokens, credential stores, which the proxy does not hold) into the private state anyway,
+    /// so the seat holds them. Without it they are kept out.
+    #[arg(long, requires = "state")]
+    pub seat_holds_login: bool,
+
     /// Print the grants --profile derives for the command, one flag a line with its reason,
     /// and exit without running it.
     #[arg(long, requires = "profile")]
@@ -241,7 +250,9 @@ fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusa
         .map_err(Refusal::usage)?;
     // Resolved before the sandbox exists: PATH's directories need not be readable inside it.
     let program = resolve_program(&argv[0], std::env::var_os("PATH").as_deref())?;
-    let profile = derive_profile(args, &program)?;
+    let proxy = seat_proxy(args)?;
+    let argv = seat_argv(argv, proxy.as_ref())?;
+    let profile = derive_profile(args, &program, proxy.as_ref())?;
     if let Some(state) = profile.as_ref().and_then(|p| p.state.as_ref()) {
         let seat_user = identity.as_ref().map(|i| (i.uid.as_raw(), i.gid.as_raw()));
         state.prepare(seat_user).map_err(Refusal::usage)?;
@@ -299,8 +310,22 @@ fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusa
     let handed = hand_files(profile.iter().flat_map(|p| &p.files))
         .map_err(|e| Refusal::cannot_enforce(e.context("cannot hand the CLI its files")))?;
     let mut command = Command::new(&program);
-    for name in profile.iter().flat_map(|p| &p.state).flat_map(|s| &s.unset) {
+    let unset: Vec<&str> = profile
+        .iter()
+        .flat_map(|p| &p.state)
+        .flat_map(|s| &s.unset)
+        .copied()
+        .collect();
+    for name in &unset {
         command.env_remove(name);
+    }
+    if let Some(proxy) = &proxy {
+        for (name, value) in proxy_env(proxy, &unset) {
+            match value {
+                Some(value) => command.env(name, value),
+                None => command.env_remove(name),
+            };
+        }
     }
     let error = command
         .arg0(&argv[0])
@@ -432,7 +457,73 @@ fn denied_exec(policy: &Policy, program: &Path, profile: Option<&str>) -> Option
 
 /// The profile `--profile` asks for, derived in this process's environment (which the command
 /// inherits).
-fn derive_profile(args: &SandboxArgs, program: &Path) -> Result<Option<Profile>, Refusal> {
+/// The job's credential proxy, when moot-broker --forward runs this seat (see
+/// src/seat_proxy.rs); half its variables are refused.
+fn seat_proxy(args: &SandboxArgs) -> Result<Option<SeatProxy>, Refusal> {
+    let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let proxy = SeatProxy::from_vars(|name| {
+        vars.iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_os_str())
+    })
+    .map_err(Refusal::usage)?;
+    Ok(proxy.map(|mut proxy| {
+        proxy.carry_logins = args.seat_holds_login;
+        proxy
+    }))
+}
+
+/// The command's words behind a proxy: the provider's URL pointed at the proxy. A word that
+/// holds the provider's key is refused: every user of the machine reads a command line in
+/// /proc, the seat included.
+fn seat_argv(argv: &[OsString], proxy: Option<&SeatProxy>) -> Result<Vec<OsString>, Refusal> {
+    let Some(proxy) = proxy else {
+        return Ok(argv.to_vec());
+    };
+    argv.iter()
+        .enumerate()
+        .map(|(at, word)| {
+            if proxy.holds_key(word.as_bytes()) {
+                return Err(Refusal::usage(anyhow!(
+                    "the command's word {at} holds the provider's key, which the credential \
+                     proxy keeps out of the seat: name the key in moot-broker's --key-file or \
+                     --key-env only"
+                )));
+            }
+            Ok(proxy.rewrite_var(word).unwrap_or_else(|| word.clone()))
+        })
+        .collect()
+}
+
+/// The CLI's environment behind a proxy, as changes: the proxy's own variables and the HTTP
+/// proxy variables removed (the seat's one way out is the credential proxy on loopback), and
+/// every value that holds the key or names the provider rewritten (a CLI's `*_API_KEY` gets
+/// the token, its `*_BASE_URL` the proxy).
+fn proxy_env<'a>(
+    proxy: &'a SeatProxy,
+    unset: &'a [&str],
+) -> impl Iterator<Item = (OsString, Option<OsString>)> + 'a {
+    let removed = seat_proxy::VARS
+        .iter()
+        .chain(PROXY_VARS)
+        .map(|name| (OsString::from(name), None));
+    let rewritten = std::env::vars_os().filter_map(move |(name, value)| {
+        let kept = !seat_proxy::VARS
+            .iter()
+            .chain(PROXY_VARS)
+            .chain(unset)
+            .any(|n| name == *n);
+        kept.then(|| proxy.rewrite_var(&value).map(|v| (name, Some(v))))
+            .flatten()
+    });
+    removed.chain(rewritten)
+}
+
+fn derive_profile(
+    args: &SandboxArgs,
+    program: &Path,
+    proxy: Option<&SeatProxy>,
+) -> Result<Option<Profile>, Refusal> {
     let Some(runtime) = args.profile.as_deref() else {
         return Ok(None);
     };
@@ -454,7 +545,7 @@ fn derive_profile(args: &SandboxArgs, program: &Path) -> Result<Option<Profile>,
         refuse_state_in_grant(state, args)?;
     }
     let env = profile::Env::current();
-    profile::derive(runtime, &meta.needs, program, &env, state.as_deref())
+    profile::derive(runtime, &meta.needs, program, &env, state.as_deref(), proxy)
         .map(Some)
         .map_err(|e| Refusal::usage(anyhow!("--profile ({runtime}): {e:#}")))
 }
@@ -485,7 +576,7 @@ fn refuse_state_in_grant(state: &Path, args: &SandboxArgs) -> Result<(), Refusal
 /// `--print-profile`: the grants `--profile` derives for the command, on stdout; nothing runs.
 fn print_profile(args: &SandboxArgs) -> Result<ExitCode, Refusal> {
     let program = resolve_program(&args.command[0], std::env::var_os("PATH").as_deref())?;
-    let profile = derive_profile(args, &program)?;
+    let profile = derive_profile(args, &program, seat_proxy(args)?.as_ref())?;
     let text = profile.as_ref().map(Profile::to_string).unwrap_or_default();
     write_stdout(text.as_bytes(), "the profile")?;
     Ok(ExitCode::SUCCESS)

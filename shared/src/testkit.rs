@@ -24,6 +24,31 @@ pub fn skip(test: &str, why: &str) {
     eprintln!("SKIPPED {test}: {why}");
 }
 
+/// The kernel's Landlock ABI as the built moot-sandbox at `sandbox` reports it (`--check`; 0
+/// without Landlock).
+pub fn landlock_abi(sandbox: &Path) -> i64 {
+    let out = Command::new(sandbox)
+        .arg("--check")
+        .output()
+        .expect("moot-sandbox --check runs");
+    let check: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("moot-sandbox --check prints JSON");
+    check["kernel_abi"].as_i64().unwrap_or(0)
+}
+
+/// False, after a loud [`skip`], when the kernel's Landlock ABI is older than `needed`.
+pub fn landlock_abi_at_least(sandbox: &Path, needed: i64, test: &str) -> bool {
+    let abi = landlock_abi(sandbox);
+    if abi < needed {
+        skip(
+            test,
+            &format!("needs Landlock ABI {needed}, this kernel has ABI {abi}"),
+        );
+        return false;
+    }
+    true
+}
+
 /// Resets INT, QUIT, TERM and HUP to their default action in `command`'s child. A test run in
 /// the background of a non-interactive shell inherits INT and QUIT ignored, and a tool that was
 /// started ignoring a signal passes that on to what it runs: a test that signals the tool must

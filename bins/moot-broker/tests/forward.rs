@@ -6,6 +6,7 @@
 
 mod support;
 
+use std::os::unix::fs::PermissionsExt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -288,8 +289,7 @@ fn the_command_gets_the_proxy_and_its_token_and_never_the_key() {
     }
     let env = std::fs::read_to_string(work.join("env")).unwrap();
     assert!(!env.contains(REAL_KEY), "{env}");
-    assert!(!env.contains("PROVIDER_KEY="), "{env}");
-    // Only the key's own variable is hidden, not every one its name begins.
+    // Only the key's own variable gets the token, not every one its name begins.
     assert!(
         env.contains("PROVIDER_KEY_NOTE=another variable\n"),
         "{env}"
@@ -301,6 +301,12 @@ fn the_command_gets_the_proxy_and_its_token_and_never_the_key() {
             .to_string()
     };
     let (url, token) = (value("MOOT_PROXY_URL"), value("MOOT_PROXY_TOKEN"));
+    assert_eq!(value("PROVIDER_KEY"), token);
+    assert_eq!(
+        value("MOOT_PROXY_UPSTREAM"),
+        format!("{}/v1", provider.origin)
+    );
+    assert!(value("MOOT_PROXY_KEY_PRINT").starts_with(&format!("v1:{}:", REAL_KEY.len())));
     let port = std::fs::read_to_string(work.join("port")).unwrap();
     assert_eq!(url, format!("http://127.0.0.1:{}", port.trim()));
     assert!(token.starts_with("moot-") && token.len() > 40, "{token}");
@@ -468,4 +474,177 @@ fn an_interrupt_inherited_as_ignored_stays_ignored() {
     std::fs::write(dir.path().join("done"), "").unwrap();
     let (status, stderr) = support::wait_output(&mut child, Duration::from_secs(20));
     assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+/// A seat behind the proxy: `moot-broker --forward` runs `moot-sandbox --profile pi --state`
+/// for a CLI whose operator keeps the key in its provider config and a login beside it. The
+/// seat's copy has the token and the proxy's URL, the login stays out, the CLI reaches the
+/// provider only through the proxy (which sends the real key), no byte of the key is in the
+/// state, the CLI's environment, its command line or its /proc, and a direct connection to the
+/// provider's port is denied by the kernel.
+#[test]
+fn a_seat_behind_the_proxy_holds_only_the_token() {
+    let test = "a_seat_behind_the_proxy_holds_only_the_token";
+    let sandbox = moot_e2e::tool("moot-sandbox");
+    if !moot::testkit::landlock_abi_at_least(&sandbox, 4, test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let Some((chain, key)) = self_signed(&root, test) else {
+        return;
+    };
+    let provider = Provider::start(&chain, &key);
+    let provider_port = provider.origin.rsplit(':').next().unwrap().to_string();
+    let home = root.join("home");
+    let agent = home.join(".pi/agent");
+    std::fs::create_dir_all(&agent).unwrap();
+    std::fs::write(
+        agent.join("models.json"),
+        format!(
+            r#"{{"providers":{{"p":{{"baseUrl":"{}/v1","apiKey":"{REAL_KEY}"}}}}}}"#,
+            provider.origin
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        agent.join("auth.json"),
+        r#"{"p":{"access":"oauth-login-secret"}}"#,
+    )
+    .unwrap();
+    let key_file = root.join("key");
+    std::fs::write(&key_file, REAL_KEY).unwrap();
+    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // The CLI: shows what it has, calls its provider as its config says (bash's /dev/tcp, an
+    // HTTP/1.1 request with the key from its config), tries the provider's port directly, and
+    // waits so that the test reads its /proc.
+    let bin = root.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let cli = bin.join("pi");
+    std::fs::write(
+        &cli,
+        format!(
+            r#"#!/bin/bash
+env
+find "$HOME" -type f -exec cat {{}} +
+config=$(cat "$HOME/.pi/agent/models.json")
+url=${{config#*\"baseUrl\":\"http://}}; url=${{url%%\"*}}
+key=${{config#*\"apiKey\":\"}}; key=${{key%%\"*}}
+hostport=${{url%%/*}}
+path=${{url#"$hostport"}}
+if exec 3<>"/dev/tcp/${{hostport%:*}}/${{hostport#*:}}"; then
+  printf 'POST %s/messages HTTP/1.1\r\nHost: x\r\nx-api-key: %s\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}' "$path" "$key" >&3
+  head -n 1 <&3
+fi
+exec 4<>/dev/tcp/127.0.0.1/{provider_port} && echo DIRECT-ALLOWED
+echo $$ > "$WAIT/pid"
+while [ ! -e "$WAIT/done" ]; do sleep 0.05; done
+"#
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&cli, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let wait = root.join("wait");
+    std::fs::create_dir(&wait).unwrap();
+    let state = root.join("state");
+    let run = |extra: &[&str]| {
+        let _ = std::fs::remove_file(wait.join("done"));
+        let _ = std::fs::remove_file(wait.join("pid"));
+        let origin = format!("{}/v1", provider.origin);
+        let ca = root.join("cert.pem");
+        let mut command = std::process::Command::new(support::BIN);
+        command
+            .args([
+                "--forward",
+                &origin,
+                "--key-header",
+                "x-api-key",
+                "--upstream-ca",
+            ])
+            .arg(&ca)
+            .arg("--key-file")
+            .arg(&key_file)
+            .arg("--")
+            .arg(&sandbox)
+            .args([
+                "--profile",
+                "pi",
+                "--state",
+                state.to_str().unwrap(),
+                "--ro",
+            ])
+            .arg(&wait)
+            .args(["--rw", wait.to_str().unwrap()])
+            .args(extra)
+            .args(["--", "pi"])
+            .env("HOME", &home)
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .env("WAIT", &wait)
+            .env("LEAKED_COPY", format!("Bearer {REAL_KEY}"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = moot::testkit::with_default_signals(&mut command)
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while !wait.join("pid").exists() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the seat never ran"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let pid = std::fs::read_to_string(wait.join("pid")).unwrap();
+        let proc_of = |what: &str| std::fs::read(format!("/proc/{}/{what}", pid.trim())).unwrap();
+        let seen_in_proc = [proc_of("environ"), proc_of("cmdline")].concat();
+        std::fs::write(wait.join("done"), "").unwrap();
+        let (status, stdout, stderr) = support::wait_all(&mut child, Duration::from_secs(30));
+        assert_eq!(status.code(), Some(0), "{stderr}");
+        (stdout, seen_in_proc)
+    };
+    let (stdout, seen_in_proc) = run(&[]);
+    assert!(stdout.contains("HTTP/1.1 200"), "{stdout}");
+    let seen = provider.seen.lock().unwrap().clone();
+    let [request] = seen.as_slice() else {
+        panic!("{} requests reached the provider", seen.len())
+    };
+    assert_eq!(request.target, "/v1/messages");
+    assert_eq!(request.headers["x-api-key"], REAL_KEY);
+    assert!(!stdout.contains("DIRECT-ALLOWED"), "{stdout}");
+    assert!(!stdout.contains(REAL_KEY), "{stdout}");
+    assert!(!stdout.contains("oauth-login-secret"), "{stdout}");
+    assert!(!stdout.contains("MOOT_PROXY"), "{stdout}");
+    assert!(stdout.contains("LEAKED_COPY=Bearer moot-"), "{stdout}");
+    assert!(!String::from_utf8_lossy(&seen_in_proc).contains(REAL_KEY));
+    let in_state = |needle: &str| {
+        walk(&state)
+            .iter()
+            .any(|file| String::from_utf8_lossy(&std::fs::read(file).unwrap()).contains(needle))
+    };
+    assert!(!in_state(REAL_KEY));
+    assert!(!in_state(&provider.origin));
+    assert!(!state.join("home/.pi/agent/auth.json").exists());
+
+    // The login goes in only when the caller says so.
+    let (stdout, _) = run(&["--seat-holds-login"]);
+    assert!(stdout.contains("oauth-login-secret"), "{stdout}");
+    assert!(!in_state(REAL_KEY));
+    let (_, _) = run(&[]);
+    assert!(!in_state("oauth-login-secret"));
+}
+
+/// Every regular file below `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let kind = entry.file_type().unwrap();
+        if kind.is_dir() {
+            files.extend(walk(&entry.path()));
+        } else if kind.is_file() {
+            files.push(entry.path());
+        }
+    }
+    files
 }

@@ -42,24 +42,12 @@ fn path(p: &Path) -> &str {
 /// The kernel's Landlock ABI, from `--check` (0 without Landlock).
 fn kernel_abi() -> i64 {
     static ABI: OnceLock<i64> = OnceLock::new();
-    *ABI.get_or_init(|| {
-        let check: serde_json::Value =
-            serde_json::from_slice(&sandbox(&["--check"]).stdout).expect("--check prints JSON");
-        check["kernel_abi"].as_i64().unwrap_or(0)
-    })
+    *ABI.get_or_init(|| moot::testkit::landlock_abi(Path::new(BIN)))
 }
 
 /// False, with a loud note, when the kernel's ABI is older than `needed`.
 fn kernel_has(needed: i64, test: &str) -> bool {
-    let abi = kernel_abi();
-    if abi < needed {
-        moot::testkit::skip(
-            test,
-            &format!("needs Landlock ABI {needed}, this kernel has ABI {abi}"),
-        );
-        return false;
-    }
-    true
+    moot::testkit::landlock_abi_at_least(Path::new(BIN), needed, test)
 }
 
 /// A fresh directory tree: `ws` (to grant), `outside` (never granted), a secret beside them.

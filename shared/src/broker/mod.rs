@@ -40,6 +40,7 @@ use tokio::io::unix::AsyncFd;
 use crate::exec;
 use crate::http;
 use crate::report::print_error;
+use crate::seat_proxy::SeatProxy;
 use guard::Guard;
 use proxy::Proxy;
 use seat::Seat;
@@ -102,8 +103,8 @@ pub struct BrokerArgs {
     )]
     pub key_file: Option<PathBuf>,
 
-    /// With --forward: the variable of this environment holding the provider's key; the
-    /// command's environment does not get it.
+    /// With --forward: the variable of this environment holding the provider's key; in the
+    /// command's environment it holds the job token instead, where the CLI looks for its key.
     #[arg(long, value_name = "NAME", requires = "forward")]
     pub key_env: Option<String>,
 
@@ -161,7 +162,7 @@ struct ForwardJob {
     provider_url: String,
     scheme: forward::Scheme,
     key: String,
-    /// The variable the key came from, kept out of the command's environment.
+    /// The variable the key came from: the command has the job token in it.
     key_env: Option<OsString>,
 }
 
@@ -367,15 +368,17 @@ async fn deliver_forward(
     let server = tokio::spawn(http::serve(listener, move |request| {
         Arc::clone(&served).handle(request)
     }));
-    let proxy_env: [(OsString, OsString); 2] = [
-        (
-            "MOOT_PROXY_URL".into(),
-            format!("http://127.0.0.1:{port}").into(),
-        ),
-        ("MOOT_PROXY_TOKEN".into(), token.into()),
-    ];
-    let hidden = |name: &OsStr| forward.key_env.as_deref() == Some(name);
-    let command = command(job, port, None, &hidden, &proxy_env);
+    // The proxy's variables (moot-sandbox rewrites the seat's copies with them), and the token
+    // in place of the key in the variable the key came from, where the CLI looks for its key.
+    let mut proxy_env =
+        SeatProxy::exported(port, &token, &forward.provider_url, forward.key.as_bytes());
+    proxy_env.extend(
+        forward
+            .key_env
+            .iter()
+            .map(|name| (name.clone(), token.clone().into())),
+    );
+    let command = command(job, port, None, &|_| false, &proxy_env);
     let outcome = supervise(job, command, signals, started).await;
     forwarder.close();
     server.abort();

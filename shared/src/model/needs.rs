@@ -112,6 +112,11 @@ pub struct Needs {
     /// copied with `url_files` into the seat's private state before each job (src/profile.rs):
     /// a file, or a directory whose files are copied (not what is below them).
     pub carried: &'static [Place],
+    /// The operator's logins (OAuth tokens, credential stores): secrets that are not the key a
+    /// credential proxy holds. Carried like `carried`, except in a seat behind a credential
+    /// proxy (src/seat_proxy.rs), which gets none of them unless the caller says
+    /// `--seat-holds-login`.
+    pub logins: &'static [Place],
     /// Variables set for the CLI when it runs under the profile, with why.
     pub env: &'static [(&'static str, &'static str, &'static str)],
     /// Files the CLI reads that moot writes, as `(VAR, text, why)`: moot-sandbox hands each to
@@ -144,6 +149,7 @@ impl Needs {
             .iter()
             .chain(self.url_files)
             .chain(self.carried)
+            .chain(self.logins)
             .filter_map(|p| p.var);
         places.chain(self.url_vars.iter().copied())
     }
@@ -163,6 +169,7 @@ impl Needs {
         url_vars: &[],
         url_files: &[],
         carried: &[],
+        logins: &[],
         env: &[],
         files: &[],
         temp: None,

@@ -90,17 +90,17 @@ pub static META: Meta = Meta {
             ),
             Place::moved_file(
                 "CLAUDE_CONFIG_DIR",
-                ".credentials.json",
-                ".claude/.credentials.json",
-                "credentials (claude login)",
-            ),
-            Place::moved_file(
-                "CLAUDE_CONFIG_DIR",
                 ".claude.json",
                 ".claude.json",
                 "account and onboarding state",
             ),
         ],
+        logins: &[Place::moved_file(
+            "CLAUDE_CONFIG_DIR",
+            ".credentials.json",
+            ".claude/.credentials.json",
+            "credentials (claude login)",
+        )],
         env: &[(
             "IS_SANDBOX",
             "1",

@@ -67,7 +67,8 @@ pub static META: Meta = Meta {
             ".codex/config.toml",
             "provider config",
         )],
-        carried: &[Place::moved_file(
+        carried: &[],
+        logins: &[Place::moved_file(
             "CODEX_HOME",
             "auth.json",
             ".codex/auth.json",

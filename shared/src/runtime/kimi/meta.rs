@@ -60,7 +60,8 @@ pub static KIMI: Meta = Meta {
             ".kimi-code/config.toml",
             "provider config",
         )],
-        carried: &[Place::moved_by(
+        carried: &[],
+        logins: &[Place::moved_by(
             "KIMI_CODE_HOME",
             "credentials",
             ".kimi-code/credentials",
@@ -105,7 +106,8 @@ pub static KIMI_CLI: Meta = Meta {
             ".kimi/config.toml",
             "provider config",
         )],
-        carried: &[Place::moved_by(
+        carried: &[],
+        logins: &[Place::moved_by(
             "KIMI_SHARE_DIR",
             "credentials",
             ".kimi/credentials",

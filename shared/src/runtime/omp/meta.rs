@@ -82,15 +82,15 @@ pub static META: Meta = Meta {
             ".omp/agent/models.yml",
             "provider config",
         )],
+        carried: &[Place::moved_file(
+            "PI_CODING_AGENT_DIR",
+            "config.yml",
+            ".omp/agent/config.yml",
+            "settings",
+        )],
         // omp keeps its credentials in agent.db (SQLite: its write-ahead log too, while omp has
         // not folded it in).
-        carried: &[
-            Place::moved_file(
-                "PI_CODING_AGENT_DIR",
-                "config.yml",
-                ".omp/agent/config.yml",
-                "settings",
-            ),
+        logins: &[
             Place::moved_file(
                 "PI_CODING_AGENT_DIR",
                 "agent.db",

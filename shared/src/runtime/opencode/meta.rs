@@ -127,20 +127,18 @@ pub static META: Meta = Meta {
         ],
         // The repository under review configures nothing (checked against 1.18.33: man/moot.7,
         // THE REPOSITORY UNDER REVIEW); its `.opencode/plugin(s)` have no switch (`repo_code`).
-        carried: &[
-            Place::moved_file(
-                "XDG_DATA_HOME",
-                "opencode/auth.json",
-                ".local/share/opencode/auth.json",
-                "credentials (opencode auth login)",
-            ),
-            Place::moved_file(
-                "XDG_CONFIG_HOME",
-                "opencode/config.json",
-                ".config/opencode/config.json",
-                "config (its older name)",
-            ),
-        ],
+        carried: &[Place::moved_file(
+            "XDG_CONFIG_HOME",
+            "opencode/config.json",
+            ".config/opencode/config.json",
+            "config (its older name)",
+        )],
+        logins: &[Place::moved_file(
+            "XDG_DATA_HOME",
+            "opencode/auth.json",
+            ".local/share/opencode/auth.json",
+            "credentials (opencode auth login)",
+        )],
         env: &[
             (
                 "OPENCODE_DISABLE_PROJECT_CONFIG",

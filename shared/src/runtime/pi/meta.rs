@@ -68,20 +68,18 @@ pub static META: Meta = Meta {
             ".pi/agent/models.json",
             "provider config",
         )],
-        carried: &[
-            Place::moved_file(
-                "PI_CODING_AGENT_DIR",
-                "auth.json",
-                ".pi/agent/auth.json",
-                "credentials",
-            ),
-            Place::moved_file(
-                "PI_CODING_AGENT_DIR",
-                "settings.json",
-                ".pi/agent/settings.json",
-                "settings",
-            ),
-        ],
+        carried: &[Place::moved_file(
+            "PI_CODING_AGENT_DIR",
+            "settings.json",
+            ".pi/agent/settings.json",
+            "settings",
+        )],
+        logins: &[Place::moved_file(
+            "PI_CODING_AGENT_DIR",
+            "auth.json",
+            ".pi/agent/auth.json",
+            "credentials",
+        )],
         env: &[],
         files: &[],
         temp: Some(Place::moved_by(
