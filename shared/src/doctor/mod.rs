@@ -19,7 +19,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use crate::fake_model::{self, FakeModel};
-use crate::model::doctor::{known_good, known_good_range, same_major, version_in};
+use crate::model::doctor::{known_good, known_good_range, same_major, version_in, FAKE_KEY};
 use crate::model::{Certify, FakeHome, Meta};
 use crate::registry;
 use crate::tree;
@@ -92,6 +92,12 @@ pub struct DoctorArgs {
     /// With --serve: append one JSON line per request to FILE.
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
+
+    /// With --serve: answer a model call 401 unless its Authorization or x-api-key header
+    /// carries the key in FILE (its first line), as a real provider does: a test of a
+    /// credential proxy sees which key arrived.
+    #[arg(long, value_name = "FILE")]
+    pub require_key_file: Option<PathBuf>,
 }
 
 /// moot-doctor's body: serves, or certifies and prints the report.
@@ -169,6 +175,7 @@ fn choose(args: &DoctorArgs) -> Result<Vec<(&'static Meta, &'static Certify)>, S
         ("--scenario-file", args.scenario_file.is_some()),
         ("--dump-dir", args.dump_dir.is_some()),
         ("--log", args.log.is_some()),
+        ("--require-key-file", args.require_key_file.is_some()),
     ];
     if let Some((flag, _)) = serve_only.iter().find(|(_, given)| *given) {
         return Err(format!("{flag} is for --serve only"));
@@ -288,7 +295,9 @@ struct Bench<'a> {
     model: FakeModel,
     fake: FakeHome,
     env: Env,
-    tools: [PathBuf; 4],
+    tools: [PathBuf; 5],
+    /// The provider key the credential proxy holds (a 0600 file of the scratch).
+    key_file: PathBuf,
     workspace: PathBuf,
     /// The CLI's private state: its HOME in the seat (the doctor's `home` is the operator's).
     state: PathBuf,
@@ -324,15 +333,22 @@ fn certify_into(
     // The CLI under its runtime's executable name, first on PATH: what moot-render's argv
     // names is then the program being certified.
     symlink(absolute(&program)?, bin.join(meta.executable)).context("the CLI's link")?;
+    // Every run goes through a credential proxy, as the README pipeline's does: the fake
+    // model takes only the key the proxy holds, and the seat holds the job token.
+    let key_file = dir.path().join("provider.key");
+    crate::private_file::create_private(&key_file)
+        .and_then(|mut file| file.write_all(FAKE_KEY.as_bytes()))
+        .context("the provider key")?;
     let model = FakeModel::start(fake_model::Options {
         dump_dir: Some(dump),
+        required_key: Some(FAKE_KEY.to_string()),
         ..fake_model::Options::default()
     })
     .context("the fake model")?;
     let fake = (certify.fake_home)(&home, &model.origin()).context("the private HOME")?;
     let env = Env::new(&home, &bin, program.parent(), &fake);
 
-    let [_, _, sandbox, _] = &tools;
+    let [_, _, _, sandbox, _] = &tools;
     let state = dir.path().join("state");
     let probe = pipeline::Probe {
         sandbox,
@@ -362,6 +378,7 @@ fn certify_into(
         fake,
         env,
         tools,
+        key_file,
         workspace: dir_ws,
         state,
         streamed: Default::default(),
@@ -536,8 +553,11 @@ impl Bench<'_> {
     }
 
     fn pipeline(&self) -> Pipeline<'_> {
-        let [render, run, sandbox, parse] = self.tools.clone();
+        let [render, broker, run, sandbox, parse] = self.tools.clone();
         Pipeline {
+            broker,
+            origin: self.model.origin(),
+            key_file: &self.key_file,
             meta: self.meta,
             fake: &self.fake,
             env: &self.env,
@@ -689,6 +709,19 @@ fn keep_files(stage: &Path, dir: &Path, label: &str) -> Result<()> {
     Ok(())
 }
 
+/// The first line of `--require-key-file`.
+fn required_key(path: &Path) -> Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--require-key-file ({})", path.display()))?;
+    match text.lines().next().map(str::trim) {
+        Some(key) if !key.is_empty() => Ok(key.to_string()),
+        _ => bail!(
+            "--require-key-file ({}): no key on its first line",
+            path.display()
+        ),
+    }
+}
+
 /// `--serve`: only the fake model, its origin on stdout once it listens.
 fn serve(args: &DoctorArgs) -> Result<ExitCode> {
     let options = fake_model::Options {
@@ -696,6 +729,11 @@ fn serve(args: &DoctorArgs) -> Result<ExitCode> {
         scenario_file: args.scenario_file.clone(),
         log: args.log.clone(),
         dump_dir: args.dump_dir.clone(),
+        required_key: args
+            .require_key_file
+            .as_deref()
+            .map(required_key)
+            .transpose()?,
         ..fake_model::Options::default()
     };
     fake_model::serve_forever(options, |port| {

@@ -141,6 +141,11 @@ pub struct Pipeline<'a> {
     /// certification so a resumed run finds its session.
     pub state: &'a Path,
     pub render: PathBuf,
+    /// moot-broker, the credential proxy the seat reaches the model through.
+    pub broker: PathBuf,
+    /// The fake model, which the proxy forwards to with the key in `key_file`.
+    pub origin: String,
+    pub key_file: &'a Path,
     pub run: PathBuf,
     pub sandbox: PathBuf,
     pub parse: PathBuf,
@@ -158,10 +163,11 @@ pub struct Outcome {
 
 impl Pipeline<'_> {
     /// The tools of `meta`'s pipeline, found beside moot-doctor or on PATH.
-    pub fn tools(meta: &Meta) -> Result<[PathBuf; 4]> {
+    pub fn tools(meta: &Meta) -> Result<[PathBuf; 5]> {
         let dialect = meta.parser.unwrap_or(meta.name);
         Ok([
             tool("moot-render")?,
+            tool("moot-broker")?,
             tool("moot-run")?,
             tool("moot-sandbox")?,
             tool(&format!("moot-parse-{dialect}"))?,
@@ -199,7 +205,9 @@ impl Pipeline<'_> {
             render.args(["--session", id]);
         }
 
-        let mut run = self.env.command(&self.run);
+        let mut run = self.env.command(&self.broker);
+        run.args(["--forward", &self.origin, "--key-file"]);
+        run.arg(self.key_file).arg("--").arg(&self.run);
         run.args(["--deadline", &deadline]);
         run.arg("--transcript").arg(stage.join("run.ndjson"));
         run.arg("--status-file").arg(stage.join("status"));

@@ -55,6 +55,8 @@ pub struct Options {
     pub retry_then: Option<String>,
     /// Answer with the legacy `{"status":"ok"}` gitmoot_result.
     pub legacy_result: bool,
+    /// Answer a model call 401 unless its Authorization or x-api-key header carries this key.
+    pub required_key: Option<String>,
 }
 
 impl Default for Options {
@@ -67,6 +69,7 @@ impl Default for Options {
             retry_fails: 1,
             retry_then: None,
             legacy_result: false,
+            required_key: None,
         }
     }
 }

@@ -234,9 +234,28 @@ pub async fn handle(shared: Arc<Shared>, request: hyper::Request<Incoming>) -> R
     } else {
         bytes::Bytes::new()
     };
-    let reply = answer(&shared, &mut record, &route, &raw, &line);
+    let reply = match refused_key(&shared.options, api, &parts.headers) {
+        Some(refusal) => refusal,
+        None => answer(&shared, &mut record, &route, &raw, &line),
+    };
     shared.record(record);
     send(reply)
+}
+
+/// A model call without the required key, answered as a provider answers a wrong key.
+fn refused_key(options: &Options, api: Api, headers: &hyper::HeaderMap) -> Option<Reply> {
+    let key = options.required_key.as_deref()?;
+    if matches!(api, Api::Health | Api::Reset) {
+        return None;
+    }
+    let carried = [AUTHORIZATION.as_str(), "x-api-key"].iter().any(|name| {
+        header(headers, name)
+            .is_some_and(|value| value == key || value.strip_prefix("Bearer ") == Some(key))
+    });
+    (!carried).then(|| Reply::Json {
+        status: 401,
+        body: json!({"error": {"message": "invalid api key", "type": "authentication_error"}}),
+    })
 }
 
 fn header(headers: &hyper::HeaderMap, name: &str) -> Option<String> {

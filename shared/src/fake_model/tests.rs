@@ -289,3 +289,21 @@ fn serve_forever_serves_on_the_calling_thread_once_ready() {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains("fake-model"));
 }
+
+#[test]
+fn a_required_key_is_checked_on_model_calls_only() {
+    let wrong = FakeModel::start(Options {
+        required_key: Some("sk-the-real-one".into()),
+        ..Options::default()
+    })
+    .unwrap();
+    let (status, _, body) = chat(&wrong, "/v1/chat/completions");
+    assert_eq!(status, 401, "{body:?}");
+    assert_eq!(call(&wrong, "GET", "/health", "").0, 200);
+    let right = FakeModel::start(Options {
+        required_key: Some("dummy".into()),
+        ..Options::default()
+    })
+    .unwrap();
+    assert_eq!(chat(&right, "/v1/chat/completions").0, 200);
+}

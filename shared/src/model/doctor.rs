@@ -47,6 +47,11 @@ macro_rules! repo_plants {
 }
 pub(crate) use repo_plants;
 
+/// The provider key every fake HOME configures, as an operator's config holds a real one: the
+/// certification's credential proxy holds it (moot-broker --forward), the fake model answers
+/// 401 to any other key, and the seat gets only the job token.
+pub const FAKE_KEY: &str = "dummy-not-a-secret";
+
 /// How to run a CLI against the fake model from its private HOME.
 #[derive(Debug, Default)]
 pub struct FakeHome {

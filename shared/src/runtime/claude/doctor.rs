@@ -3,7 +3,7 @@
 use std::io;
 use std::path::Path;
 
-use crate::model::doctor::repo_plants;
+use crate::model::doctor::{repo_plants, FAKE_KEY};
 use crate::model::{Certify, FakeHome};
 
 pub static CERTIFY: Certify = Certify {
@@ -31,7 +31,7 @@ fn fake_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
     Ok(FakeHome::with_env(&[
         ("CLAUDE_CODE_TMPDIR", temp.to_string_lossy().into_owned()),
         ("ANTHROPIC_BASE_URL", origin.to_string()),
-        ("ANTHROPIC_API_KEY", "dummy-not-a-secret".into()),
+        ("ANTHROPIC_API_KEY", FAKE_KEY.into()),
         ("DISABLE_TELEMETRY", "1".into()),
         ("DISABLE_ERROR_REPORTING", "1".into()),
         ("DISABLE_AUTOUPDATER", "1".into()),

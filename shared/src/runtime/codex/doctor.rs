@@ -3,8 +3,8 @@
 use std::io;
 use std::path::Path;
 
-use crate::model::doctor::repo_plants;
 use crate::model::doctor::write_config;
+use crate::model::doctor::{repo_plants, FAKE_KEY};
 use crate::model::{Certify, FakeHome};
 
 pub static CERTIFY: Certify = Certify {
@@ -39,7 +39,7 @@ fn fake_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
     )?;
     let mut fake = FakeHome::with_env(&[
         ("CODEX_HOME", home.join(".codex").display().to_string()),
-        (KEY_VAR, "dummy-not-a-secret".into()),
+        (KEY_VAR, FAKE_KEY.into()),
     ]);
     fake.keep.push(KEY_VAR.into());
     Ok(fake)

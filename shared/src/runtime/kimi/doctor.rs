@@ -5,8 +5,8 @@
 use std::io;
 use std::path::Path;
 
-use crate::model::doctor::repo_plants;
 use crate::model::doctor::write_config;
+use crate::model::doctor::{repo_plants, FAKE_KEY};
 use crate::model::{Certify, FakeHome};
 
 /// Kimi Code: the `@moonshot-ai/kimi-code` npm package.
@@ -49,7 +49,7 @@ pub static KIMI_CLI: Certify = Certify {
 fn config(origin: &str, top: &str, tables: &str) -> String {
     format!(
         "default_model = \"fake\"\n{top}[providers.fake]\ntype = \"kimi\"\n\
-         base_url = \"{origin}/v1\"\napi_key = \"dummy-not-a-secret\"\n[models.fake]\n\
+         base_url = \"{origin}/v1\"\napi_key = \"{FAKE_KEY}\"\n[models.fake]\n\
          provider = \"fake\"\nmodel = \"fake-model\"\nmax_context_size = 128000\n{tables}"
     )
 }

@@ -3,8 +3,8 @@
 use std::io;
 use std::path::Path;
 
-use crate::model::doctor::repo_plants;
 use crate::model::doctor::write_config;
+use crate::model::doctor::{repo_plants, FAKE_KEY};
 use crate::model::{Certify, FakeHome};
 
 pub static CERTIFY: Certify = Certify {
@@ -45,7 +45,7 @@ fn fake_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
         ".omp/agent/models.yml",
         &format!(
             "providers:\n  fake:\n    baseUrl: {origin}/v1\n    api: openai-completions\n    \
-             apiKey: dummy-not-a-secret\n    models:\n      - id: fake-model\n        \
+             apiKey: {FAKE_KEY}\n    models:\n      - id: fake-model\n        \
              name: Fake Model\n        contextWindow: 128000\n        maxTokens: 4096\n"
         ),
     )?;

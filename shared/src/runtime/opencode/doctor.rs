@@ -4,8 +4,8 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-use crate::model::doctor::repo_plants;
 use crate::model::doctor::write_config;
+use crate::model::doctor::{repo_plants, FAKE_KEY};
 use crate::model::{Certify, FakeHome};
 
 pub static CERTIFY: Certify = Certify {
@@ -40,7 +40,7 @@ fn fake_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
             "{{\"autoupdate\":false,\"share\":\"disabled\",\"model\":\"fake/fake-model\",\
              \"provider\":{{\"fake\":{{\"npm\":\"@ai-sdk/openai-compatible\",\
              \"name\":\"Fake provider\",\"options\":{{\"baseURL\":\"{origin}/v1\",\
-             \"apiKey\":\"dummy-not-a-secret\"}},\"models\":{{\"fake-model\":{{\
+             \"apiKey\":\"{FAKE_KEY}\"}},\"models\":{{\"fake-model\":{{\
              \"name\":\"Fake Model\",\"limit\":{{\"context\":128000,\"output\":4096}}}}}}}}}}}}\n"
         ),
     )?;

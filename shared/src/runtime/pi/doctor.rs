@@ -3,8 +3,8 @@
 use std::io;
 use std::path::Path;
 
-use crate::model::doctor::repo_plants;
 use crate::model::doctor::write_config;
+use crate::model::doctor::{repo_plants, FAKE_KEY};
 use crate::model::{Certify, FakeHome};
 
 pub static CERTIFY: Certify = Certify {
@@ -27,7 +27,7 @@ fn fake_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
         ".pi/agent/models.json",
         &format!(
             "{{\"providers\":{{\"fake\":{{\"baseUrl\":\"{origin}/v1\",\"api\":\"openai-completions\",\
-             \"apiKey\":\"dummy-not-a-secret\",\"compat\":{{\"supportsDeveloperRole\":false,\
+             \"apiKey\":\"{FAKE_KEY}\",\"compat\":{{\"supportsDeveloperRole\":false,\
              \"supportsReasoningEffort\":false}},\"models\":[{{\"id\":\"fake-model\",\
              \"name\":\"Fake Model\",\"contextWindow\":128000,\"maxTokens\":4096}}]}}}}}}\n"
         ),
