@@ -253,6 +253,9 @@ fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusa
     let proxy = seat_proxy(args)?;
     let argv = seat_argv(argv, proxy.as_ref())?;
     let profile = derive_profile(args, &program, proxy.as_ref())?;
+    if let (Some(profile), Some(proxy)) = (&profile, &proxy) {
+        refuse_granted_key(profile, proxy)?;
+    }
     if let Some(state) = profile.as_ref().and_then(|p| p.state.as_ref()) {
         let seat_user = identity.as_ref().map(|i| (i.uid.as_raw(), i.gid.as_raw()));
         state.prepare(seat_user).map_err(Refusal::usage)?;
@@ -473,6 +476,39 @@ fn seat_proxy(args: &SandboxArgs) -> Result<Option<SeatProxy>, Refusal> {
     }))
 }
 
+/// The largest granted file searched for the provider's key.
+const GRANTED_FILE_LIMIT: u64 = 16 << 20;
+
+/// Behind a proxy, a file the profile grants as it is (a config a variable names outside the
+/// private state, such as opencode's `OPENCODE_CONFIG`) is not rewritten: one that holds the
+/// provider's key is refused, since the seat would read the key there.
+fn refuse_granted_key(profile: &Profile, proxy: &SeatProxy) -> Result<(), Refusal> {
+    let state = profile.state.as_ref().map(|s| s.dir.as_path());
+    for grant in &profile.grants {
+        if state.is_some_and(|dir| grant.path.starts_with(dir)) {
+            continue;
+        }
+        if !fs::metadata(&grant.path).is_ok_and(|m| m.is_file()) {
+            continue;
+        }
+        let mut bytes = Vec::new();
+        let read = fs::File::open(&grant.path).and_then(|file| {
+            use std::io::Read;
+            file.take(GRANTED_FILE_LIMIT).read_to_end(&mut bytes)
+        });
+        if read.is_ok() && proxy.holds_key(&bytes) {
+            return Err(Refusal::usage(anyhow!(
+                "{} ({}) holds the provider's key, and the profile grants it as it is, so the \
+                 seat would read the key the credential proxy keeps out: keep the key out of \
+                 that file (the proxy holds it)",
+                grant.path.display(),
+                grant.why
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The command's words behind a proxy: the provider's URL pointed at the proxy. A word that
 /// holds the provider's key is refused: every user of the machine reads a command line in
 /// /proc, the seat included.
@@ -496,9 +532,10 @@ fn seat_argv(argv: &[OsString], proxy: Option<&SeatProxy>) -> Result<Vec<OsStrin
 }
 
 /// The CLI's environment behind a proxy, as changes: the proxy's own variables and the HTTP
-/// proxy variables removed (the seat's one way out is the credential proxy on loopback), and
-/// every value that holds the key or names the provider rewritten (a CLI's `*_API_KEY` gets
-/// the token, its `*_BASE_URL` the proxy).
+/// proxy variables removed (the seat's one way out is the credential proxy on loopback), every
+/// value that holds the key or names the provider rewritten (a CLI's `*_API_KEY` gets the
+/// token, its `*_BASE_URL` the proxy), and every other key variable removed (another
+/// provider's key, an OAuth token: kept only with `--seat-holds-login`).
 fn proxy_env<'a>(
     proxy: &'a SeatProxy,
     unset: &'a [&str],
@@ -513,8 +550,19 @@ fn proxy_env<'a>(
             .chain(PROXY_VARS)
             .chain(unset)
             .any(|n| name == *n);
-        kept.then(|| proxy.rewrite_var(&value).map(|v| (name, Some(v))))
-            .flatten()
+        if !kept {
+            return None;
+        }
+        let rewritten = proxy.rewrite_var(&value);
+        let seen = rewritten.as_deref().unwrap_or(&value);
+        // Another provider's key, or a login's token, is a secret the proxy does not hold.
+        if seat_proxy::is_key_var(&name)
+            && !proxy.holds_token(seen.as_bytes())
+            && !proxy.carry_logins
+        {
+            return Some((name, None));
+        }
+        rewritten.map(|v| (name, Some(v)))
     });
     removed.chain(rewritten)
 }

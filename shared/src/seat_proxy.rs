@@ -126,6 +126,21 @@ fn rolling_hash(bytes: &[u8]) -> u32 {
     })
 }
 
+/// Whether `name` is a variable a CLI takes a provider key or a login token from: a routed
+/// provider's, one a runtime's record names, or any `*_API_KEY`, `*_AUTH_TOKEN`,
+/// `*_OAUTH_TOKEN`. Behind a proxy such a variable keeps only the job token.
+pub fn is_key_var(name: &OsStr) -> bool {
+    let name = name.as_bytes();
+    let named = crate::model::ROUTED_PROVIDER_KEYS
+        .iter()
+        .chain(crate::registry::all().iter().flat_map(|meta| meta.env.keys))
+        .any(|known| known.as_bytes() == name);
+    named
+        || [&b"_API_KEY"[..], b"_AUTH_TOKEN", b"_OAUTH_TOKEN"]
+            .iter()
+            .any(|suffix| name.ends_with(suffix))
+}
+
 /// The job's credential proxy, as the seat sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SeatProxy {
@@ -207,6 +222,11 @@ impl SeatProxy {
     /// Whether `bytes` hold the provider's key.
     pub fn holds_key(&self, bytes: &[u8]) -> bool {
         !self.key.find(bytes).is_empty()
+    }
+
+    /// Whether `bytes` hold the job's token.
+    pub fn holds_token(&self, bytes: &[u8]) -> bool {
+        memchr::memmem::find(bytes, self.token.as_bytes()).is_some()
     }
 
     /// Whether `bytes` name the provider's URL.
@@ -316,6 +336,22 @@ mod tests {
             String::from_utf8(seat.rewrite(json.as_bytes())).unwrap(),
             format!(r#"{{"baseURL":"http://127.0.0.1:4242/chat","k":"Bearer {TOKEN_}"}}"#)
         );
+    }
+
+    #[test]
+    fn key_variables_are_known_by_name() {
+        for name in [
+            "ANTHROPIC_API_KEY",
+            "FAKE_PROVIDER_API_KEY",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+            "ANTHROPIC_AUTH_TOKEN",
+            "MOONSHOT_API_KEY",
+        ] {
+            assert!(is_key_var(OsStr::new(name)), "{name}");
+        }
+        for name in ["PATH", "ANTHROPIC_BASE_URL", "API_KEY_NOTE", "HOME"] {
+            assert!(!is_key_var(OsStr::new(name)), "{name}");
+        }
     }
 
     #[test]

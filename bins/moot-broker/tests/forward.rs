@@ -616,6 +616,8 @@ while [ ! -e "$WAIT/done" ]; do sleep 0.05; done
             .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
             .env("WAIT", &wait)
             .env("LEAKED_COPY", format!("Bearer {REAL_KEY}"))
+            // Another provider's key, which the proxy does not hold.
+            .env("SECOND_PROVIDER_API_KEY", "sk-second-provider-key")
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
@@ -651,6 +653,7 @@ while [ ! -e "$WAIT/done" ]; do sleep 0.05; done
     assert!(!stdout.contains("oauth-login-secret"), "{stdout}");
     assert!(!stdout.contains("MOOT_PROXY"), "{stdout}");
     assert!(stdout.contains("LEAKED_COPY=Bearer moot-"), "{stdout}");
+    assert!(!stdout.contains("sk-second-provider-key"), "{stdout}");
     assert!(!String::from_utf8_lossy(&seen_in_proc).contains(REAL_KEY));
     let in_state = |needle: &str| {
         walk(&state)
@@ -661,9 +664,10 @@ while [ ! -e "$WAIT/done" ]; do sleep 0.05; done
     assert!(!in_state(&provider.origin));
     assert!(!state.join("home/.pi/agent/auth.json").exists());
 
-    // The login goes in only when the caller says so.
+    // The login goes in only when the caller says so, and so do the other keys.
     let (stdout, _) = run(&["--seat-holds-login"]);
     assert!(stdout.contains("oauth-login-secret"), "{stdout}");
+    assert!(stdout.contains("sk-second-provider-key"), "{stdout}");
     assert!(!in_state(REAL_KEY));
     let (_, _) = run(&[]);
     assert!(!in_state("oauth-login-secret"));

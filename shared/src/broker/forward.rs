@@ -161,11 +161,13 @@ impl Forwarder {
             );
         }
         // A `.` or `..` segment would leave the provider's base path once the provider (or a
-        // gateway) normalizes it, with the key: the key is for the base URL and below only.
-        if has_dot_segment(request.uri().path()) {
+        // gateway) normalizes it, with the key: the key is for the base URL and below only. So
+        // would an encoded `/` or a backslash, which a gateway may decode or read as `/` first.
+        if has_dot_segment(request.uri().path()) || has_hidden_separator(request.uri().path()) {
             return error(
                 StatusCode::BAD_REQUEST,
-                "moot-broker: a path with a '.' or '..' segment is not forwarded",
+                "moot-broker: a path with a '.' or '..' segment, an encoded '/' or a '\\' is not \
+                 forwarded",
             );
         }
         match self.forward(request, came_in).await {
@@ -239,6 +241,13 @@ impl Forwarder {
             .build()
             .context("the provider URL of a request")
     }
+}
+
+/// Whether `path` hides a separator a server may decode before it normalizes: `%2f`, `%5c`, or a
+/// backslash.
+fn has_hidden_separator(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    lower.contains("%2f") || lower.contains("%5c") || path.contains('\\')
 }
 
 /// Whether `path` has a `.` or `..` segment, plain or percent-encoded.
@@ -343,6 +352,15 @@ mod tests {
         }
         for path in ["/v1/messages", "/v1/a.b", "/...", "/v1/.well-known", "/"] {
             assert!(!has_dot_segment(path), "{path}");
+            assert!(!has_hidden_separator(path), "{path}");
+        }
+        for path in [
+            "/v1/..%2fadmin",
+            "/v1/..%2Fadmin",
+            "/v1/a%5cb",
+            "/v1/a\\..\\b",
+        ] {
+            assert!(has_hidden_separator(path), "{path}");
         }
     }
 
