@@ -777,6 +777,7 @@ print(" ".join(next(e for e in json.load(sys.stdin) if e["name"] == sys.argv[1])
             local started=$SECONDS
             # No seat, no credential proxy: the CLI calls the provider itself, so it trusts the
             # fake model's certificate (opencode is bun's, which reads NODE_EXTRA_CA_CERTS).
+            local ca_before=${NODE_EXTRA_CA_CERTS-}
             export NODE_EXTRA_CA_CERTS=$ca
             if [ "$via" = adapter ]; then
                 # No MOSAIC_WORKSPACE: no seat, the adapter's read-only policy.
@@ -790,7 +791,7 @@ print(" ".join(next(e for e in json.load(sys.stdin) if e["name"] == sys.argv[1])
                 status=$?
                 rm -f "$ws/job.md"
             fi
-            unset NODE_EXTRA_CA_CERTS
+            if [ -n "$ca_before" ]; then NODE_EXTRA_CA_CERTS=$ca_before; else unset NODE_EXTRA_CA_CERTS; fi
             local took=$((SECONDS - started))
             [ -n "$(ls "$dump")" ] || { echo "the model was never asked (exit $status): $(head -c 300 "$err")"; return; }
             [ "$status" != 0 ] && [ ! -s "$out" ] && [ "$took" -lt 100 ] && [ ! -e "$work/outside/escaped.txt" ] ||
