@@ -315,12 +315,12 @@ fn load(carried: &Carried) -> anyhow::Result<Content> {
                     carried.from.display()
                 );
             }
-            files.push((entry.file_name(), read_limited(&entry.path())?));
+            files.push((entry.file_name(), read_operator_file(&entry.path())?));
         }
         return Ok(Content::Dir(files));
     }
     if !carried.dir && meta.is_file() {
-        return Ok(Content::File(read_limited(&carried.from)?));
+        return Ok(Content::File(read_operator_file(&carried.from)?));
     }
     bail!(
         "{} is not a {}",
@@ -368,8 +368,9 @@ fn store(
     }
 }
 
-/// Reads an operator's file, at most [`CARRY_LIMIT`] bytes, without blocking on a FIFO.
-fn read_limited(path: &Path) -> anyhow::Result<Vec<u8>> {
+/// Reads an operator's file (links followed: they are the operator's own), at most
+/// [`CARRY_LIMIT`] bytes; a FIFO or device is refused without blocking.
+pub fn read_operator_file(path: &Path) -> anyhow::Result<Vec<u8>> {
     let file = fs::OpenOptions::new()
         .read(true)
         .custom_flags(nix::libc::O_NONBLOCK)

@@ -22,7 +22,7 @@ use anyhow::{anyhow, Context};
 
 use crate::exec::resolve_program;
 use crate::model::{Access, Needs, Place, PROXY_VARS};
-use crate::private_state::{Carried, PrivateState};
+use crate::private_state::{read_operator_file, Carried, PrivateState};
 use crate::seat_proxy::{self, SeatProxy};
 
 /// A declared place on this machine: where it is, and making it when the CLI would.
@@ -682,7 +682,7 @@ fn proxy_url_vars(
     let configured = needs.url_files.iter().any(|place| {
         place
             .locate(env)
-            .and_then(|(path, _)| fs::read(path).ok())
+            .and_then(|(path, _)| read_operator_file(&path).ok())
             .is_some_and(|text| proxy.names_upstream(&text))
     });
     if configured {
@@ -716,9 +716,10 @@ fn ports(runtime: &str, needs: &Needs, env: &Env) -> Vec<(u16, String)> {
         let Some((path, _)) = place.locate(env) else {
             continue;
         };
-        let Ok(text) = fs::read_to_string(&path) else {
+        let Ok(bytes) = read_operator_file(&path) else {
             continue;
         };
+        let text = String::from_utf8_lossy(&bytes);
         for port in url_ports(&text) {
             found.insert((
                 port,

@@ -458,8 +458,6 @@ fn denied_exec(policy: &Policy, program: &Path, profile: Option<&str>) -> Option
     ))
 }
 
-/// The profile `--profile` asks for, derived in this process's environment (which the command
-/// inherits).
 /// The job's credential proxy, when moot-broker --forward runs this seat (see
 /// src/seat_proxy.rs); half its variables are refused.
 fn seat_proxy(args: &SandboxArgs) -> Result<Option<SeatProxy>, Refusal> {
@@ -476,9 +474,6 @@ fn seat_proxy(args: &SandboxArgs) -> Result<Option<SeatProxy>, Refusal> {
     }))
 }
 
-/// The largest granted file searched for the provider's key.
-const GRANTED_FILE_LIMIT: u64 = 16 << 20;
-
 /// Behind a proxy, a file the profile grants as it is (a config a variable names outside the
 /// private state, such as opencode's `OPENCODE_CONFIG`) is not rewritten: one that holds the
 /// provider's key is refused, since the seat would read the key there.
@@ -488,15 +483,9 @@ fn refuse_granted_key(profile: &Profile, proxy: &SeatProxy) -> Result<(), Refusa
         if state.is_some_and(|dir| grant.path.starts_with(dir)) {
             continue;
         }
-        if !fs::metadata(&grant.path).is_ok_and(|m| m.is_file()) {
-            continue;
-        }
-        let mut bytes = Vec::new();
-        let read = fs::File::open(&grant.path).and_then(|file| {
-            use std::io::Read;
-            file.take(GRANTED_FILE_LIMIT).read_to_end(&mut bytes)
-        });
-        if read.is_ok() && proxy.holds_key(&bytes) {
+        // A directory, FIFO or device is not read (nor is the file, when it is one).
+        let read = crate::private_state::read_operator_file(&grant.path);
+        if read.is_ok_and(|bytes| proxy.holds_key(&bytes)) {
             return Err(Refusal::usage(anyhow!(
                 "{} ({}) holds the provider's key, and the profile grants it as it is, so the \
                  seat would read the key the credential proxy keeps out: keep the key out of \
@@ -567,6 +556,8 @@ fn proxy_env<'a>(
     removed.chain(rewritten)
 }
 
+/// The profile `--profile` asks for, derived in this process's environment (which the command
+/// inherits).
 fn derive_profile(
     args: &SandboxArgs,
     program: &Path,
