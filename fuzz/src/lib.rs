@@ -22,7 +22,7 @@ use moot::ndjson::{self, LineReader, Segment};
 use moot::outcome::ProcessOutcome;
 use moot::parse::{self, ParseArgs};
 use moot::render::{self, Format, RenderArgs, Rendering};
-use moot::{stage, testkit, worktree};
+use moot::{stage, worktree};
 
 /// Arbitrary bytes through the whole parse driver and one dialect, three ways:
 /// 1. as the tool runs by default (whole reads, default limits, the result required): the
@@ -86,10 +86,10 @@ fn envelope<D: Dialect + Default>(
 }
 
 /// Serialises the envelope as the tool prints it and holds it to the contract every parser
-/// keeps ([`moot::testkit::check_envelope`]). Returns the serialised envelope.
+/// keeps ([`moot_testkit::check_envelope`]). Returns the serialised envelope.
 fn check_envelope(envelope: &Envelope, input_len: usize, require_result: bool) -> String {
     let json = serde_json::to_string(envelope).expect("the envelope serialises");
-    testkit::check_envelope(&json, input_len as u64, require_result);
+    moot_testkit::check_envelope(&json, input_len as u64, require_result);
     json
 }
 

@@ -38,7 +38,7 @@ trap 'kill "$fake_pid" "${tls_pid:-}" 2>/dev/null; [ -n "${KEEP_WORK:-}" ] || rm
 export HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9
 export NO_PROXY=127.0.0.1,localhost
 
-# ---- the fake model (moot-doctor's, shared/src/fake_model/): one server on a port the kernel
+# ---- the fake model (moot-doctor's, net/src/fake_model/): one server on a port the kernel
 # picks, the scenario re-read from a file on every request
 scenario_file=$work/scenario
 dump=$work/dump

@@ -16,7 +16,7 @@ pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use crate::testkit_fs::mode;
+    use moot_testkit::fs::mode;
 
     #[test]
     fn writes_a_private_file_and_leaves_no_temporary() {

@@ -4,17 +4,13 @@
 //! lives only under [`runtime`], one module per runtime.
 
 pub mod atomic_file;
-pub mod broker;
 pub mod capture;
 pub mod cleanup;
 pub mod dialect;
-pub mod doctor;
 pub mod env_preset;
 pub mod envelope;
 pub mod exec;
-pub mod fake_model;
 pub mod gitmoot_result;
-pub mod http;
 pub mod model;
 pub mod ndjson;
 pub mod outcome;
@@ -37,9 +33,5 @@ pub mod session;
 pub mod sniff;
 pub mod stage;
 pub mod surrogate;
-#[cfg(any(test, feature = "testkit"))]
-pub mod testkit;
-#[cfg(any(test, feature = "testkit"))]
-pub mod testkit_fs;
 pub mod tree;
 pub mod worktree;

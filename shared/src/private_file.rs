@@ -155,7 +155,7 @@ fn blocking(file: &File) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testkit_fs::{mode, write_with_mode};
+    use moot_testkit::fs::{mode, write_with_mode};
     use std::fs;
 
     #[test]

@@ -393,7 +393,7 @@ fn replace(dir: &OwnedFd, name: &OsStr, bytes: &[u8]) -> anyhow::Result<()> {
     if is_dir_at(dir, name) {
         remove(dir, name, 0)?;
     }
-    let temporary = format!(".moot-carry-{}", crate::broker::seat::random_hex::<8>()?);
+    let temporary = format!(".moot-carry-{}", crate::session::random_hex::<8>()?);
     let flags =
         OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     let raw = nix::fcntl::openat(
@@ -534,8 +534,8 @@ mod tests {
         );
         plan.prepare(None).unwrap();
         assert_eq!(fs::read_to_string(&to).unwrap(), "a = 1\n");
-        assert_eq!(crate::testkit_fs::mode(&to), 0o600);
-        assert_eq!(crate::testkit_fs::mode(&dir), 0o700);
+        assert_eq!(moot_testkit::fs::mode(&to), 0o600);
+        assert_eq!(moot_testkit::fs::mode(&dir), 0o700);
         assert!(dir.join("home/.cli/tmp").is_dir());
         assert!(dir.join("home/.cli/credentials/k.json").is_file());
 

@@ -1474,7 +1474,7 @@ mod tests {
     fn the_probe_never_confines_its_caller() {
         let probe = probe();
         if probe.error.is_some() {
-            crate::testkit::skip(
+            moot_testkit::skip(
                 "the_probe_never_confines_its_caller",
                 &format!("the probe could not run: {probe:?}"),
             );

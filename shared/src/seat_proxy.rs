@@ -1,4 +1,4 @@
-//! The seat's side of the credential proxy (`moot-broker --forward`, src/broker/forward.rs):
+//! The seat's side of the credential proxy (`moot-broker --forward`, net/src/broker/forward.rs):
 //! what moot-sandbox does so that no byte of the provider's key reaches the seat.
 //!
 //! moot-broker holds the key and tells the command it runs four things in its environment
@@ -44,13 +44,10 @@ pub struct KeyPrint {
 
 impl KeyPrint {
     pub fn of(key: &[u8]) -> Self {
-        let digest = ring::digest::digest(&ring::digest::SHA256, key);
-        let mut sha256 = [0u8; 32];
-        sha256.copy_from_slice(digest.as_ref());
         KeyPrint {
             len: key.len(),
             rolling: rolling_hash(key),
-            sha256,
+            sha256: sha256(key),
         }
     }
 
@@ -116,8 +113,13 @@ impl KeyPrint {
     }
 
     fn confirms(&self, window: &[u8]) -> bool {
-        ring::digest::digest(&ring::digest::SHA256, window).as_ref() == self.sha256
+        sha256(window) == self.sha256
     }
+}
+
+fn sha256(bytes: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).into()
 }
 
 fn rolling_hash(bytes: &[u8]) -> u32 {

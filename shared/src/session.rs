@@ -59,6 +59,13 @@ pub fn random_bytes<const N: usize>() -> io::Result<[u8; N]> {
     Ok(bytes)
 }
 
+/// `N` random bytes from the kernel, in hex: names and tokens no other job can guess.
+pub fn random_hex<const N: usize>() -> anyhow::Result<String> {
+    let bytes: [u8; N] =
+        random_bytes().map_err(|e| anyhow::anyhow!("reading /dev/urandom: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// Formats 16 random bytes as a version-4 (random) UUID, lower case.
 pub fn uuid_v4(mut bytes: [u8; 16]) -> String {
     bytes[6] = (bytes[6] & 0x0f) | 0x40;

@@ -137,7 +137,7 @@ mod tests {
             "tree::tests::deep_tree_under_a_low_file_limit",
             "--ignored",
         ]);
-        crate::testkit_fs::limit_open_files(&mut child, 64);
+        moot_testkit::fs::limit_open_files(&mut child, 64);
         let out = child.output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{text}");

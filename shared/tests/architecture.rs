@@ -1,6 +1,9 @@
-//! The module graph of the library, read from its sources: no cycle between top-level modules,
-//! and no runtime module reaching a driver. A runtime module is written against the model
-//! (src/model/) and the parser contract (src/dialect.rs); the drivers that read those records
+//! The layering of the workspace. Between crates, cargo's resolved graph (`cargo metadata`):
+//! the core crate and every tool but moot-broker and moot-doctor link no async runtime, HTTP or
+//! TLS crate, nothing links moot-net but those two, and the test support crate is a
+//! dev-dependency only. Inside the core crate, read from its sources: no cycle between
+//! top-level modules, and a runtime module uses only the modules a runtime is written against
+//! (the model, the parser contract and their leaves); the drivers that read those records
 //! (render, registry, profile, sandbox, exec, parse, ...) may depend on the runtimes, never the
 //! reverse, so a change to a driver cannot ripple into a runtime through a cycle.
 
@@ -10,18 +13,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Modules that drive a tool or assemble the registry: a runtime module must not import them.
-const DRIVERS: &[&str] = &[
-    "broker",
-    "env_preset",
-    "exec",
-    "parse",
-    "profile",
-    "registry",
-    "render",
-    "report",
-    "sandbox",
-    "testkit",
+/// What a runtime module is written against: the model's records, the parser contract and the
+/// leaves they use. Every other module (a new one included) counts as a driver, which a
+/// runtime must not import.
+const A_RUNTIME_USES: &[&str] = &[
+    "dialect",
+    "envelope",
+    "model",
+    "ndjson",
+    "private_file",
+    "session",
+    "sniff",
+    "worktree",
 ];
 
 fn src_dir() -> PathBuf {
@@ -158,7 +161,7 @@ fn no_runtime_module_imports_a_driver() {
     let graph = module_graph();
     let reached: Vec<&String> = graph["runtime"]
         .iter()
-        .filter(|module| DRIVERS.contains(&module.as_str()))
+        .filter(|module| !A_RUNTIME_USES.contains(&module.as_str()))
         .collect();
     assert!(
         reached.is_empty(),
@@ -180,4 +183,155 @@ fn the_reader_finds_every_form_of_reference() {
     ]);
     assert_eq!(cycle_from(&graph, "a").unwrap(), ["a", "b", "a"]);
     assert_eq!(cycle_from(&graph, "c"), None);
+}
+
+/// Crates that make up an async runtime, an HTTP stack or TLS: what the core must not link.
+const NETWORK_CRATES: &[&str] = &[
+    "tokio",
+    "mio",
+    "hyper",
+    "hyper-util",
+    "hyper-rustls",
+    "http",
+    "rustls",
+    "rustls-native-certs",
+    "tokio-rustls",
+    "ring",
+];
+
+/// The workspace's resolved graph: package name → (normal and build dependencies, dev
+/// dependencies), by package name.
+type Graph = BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>;
+
+fn resolved_graph() -> &'static Graph {
+    static GRAPH: std::sync::OnceLock<Graph> = std::sync::OnceLock::new();
+    GRAPH.get_or_init(read_resolved_graph)
+}
+
+/// The host's target triple, so that `cargo metadata` resolves (and needs downloaded) only
+/// what builds here.
+fn host_triple() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = std::process::Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let host = text.lines().find_map(|l| l.strip_prefix("host: "));
+    host.unwrap().to_string()
+}
+
+fn read_resolved_graph() -> Graph {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--frozen"])
+        .args(["--filter-platform", &host_triple()])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let name_of: BTreeMap<&str, &str> = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+        .collect();
+    let mut graph = Graph::new();
+    for node in meta["resolve"]["nodes"].as_array().unwrap() {
+        let (linked, dev) = graph
+            .entry(name_of[node["id"].as_str().unwrap()].to_string())
+            .or_default();
+        for dep in node["deps"].as_array().unwrap() {
+            let name = name_of[dep["pkg"].as_str().unwrap()].to_string();
+            for kind in dep["dep_kinds"].as_array().unwrap() {
+                match kind["kind"].as_str() {
+                    Some("dev") => dev.insert(name.clone()),
+                    _ => linked.insert(name.clone()),
+                };
+            }
+        }
+    }
+    graph
+}
+
+/// Every package `root` links, directly or not (dev-dependencies of none of them).
+fn linked_closure(graph: &Graph, root: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![root.to_string()];
+    while let Some(name) = stack.pop() {
+        for next in &graph[&name].0 {
+            if seen.insert(next.clone()) {
+                stack.push(next.clone());
+            }
+        }
+    }
+    seen
+}
+
+fn workspace_members() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut manifests = vec![root.join("shared"), root.join("net"), root.join("testkit")];
+    let mut bins: Vec<PathBuf> = fs::read_dir(root.join("bins"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    bins.sort();
+    manifests.extend(bins);
+    manifests
+        .iter()
+        .map(|dir| {
+            let text = fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+            let line = text.lines().find(|l| l.starts_with("name = ")).unwrap();
+            line.trim_start_matches("name = ")
+                .trim_matches('"')
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn only_the_broker_and_the_doctor_link_a_network_stack() {
+    let graph = resolved_graph();
+    let speaking_http = ["moot-net", "moot-broker", "moot-doctor", "moot-testkit"];
+    let members = workspace_members();
+    assert!(members.len() >= 14, "{members:?}");
+    for member in &members {
+        let linked = linked_closure(graph, member);
+        if speaking_http.contains(&member.as_str()) {
+            continue;
+        }
+        let network: Vec<&String> = linked
+            .iter()
+            .filter(|name| NETWORK_CRATES.contains(&name.as_str()) || *name == "moot-net")
+            .collect();
+        assert!(network.is_empty(), "{member} links {network:?}");
+    }
+    // The check sees what it looks for: moot-broker does link them.
+    let broker = linked_closure(graph, "moot-broker");
+    assert!(broker.contains("tokio") && broker.contains("rustls") && broker.contains("moot-net"));
+}
+
+#[test]
+fn the_test_support_crate_is_a_dev_dependency_only() {
+    let graph = resolved_graph();
+    for member in workspace_members() {
+        assert!(
+            !linked_closure(graph, &member).contains("moot-testkit"),
+            "{member} links moot-testkit outside its tests"
+        );
+    }
+    assert!(graph["moot-parse-omp"].1.contains("moot-testkit"));
+}
+
+#[test]
+fn the_core_links_no_other_crate_of_the_workspace() {
+    let graph = resolved_graph();
+    let linked = linked_closure(graph, "moot");
+    let ours: Vec<&String> = linked.iter().filter(|n| n.starts_with("moot")).collect();
+    assert!(ours.is_empty(), "moot links {ours:?}");
 }

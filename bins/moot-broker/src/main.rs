@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use moot::broker::{BrokerArgs, EXIT_USAGE};
+use moot_net::broker::{BrokerArgs, EXIT_USAGE};
 
 const TOOL: &str = "moot-broker";
 
@@ -54,7 +54,7 @@ Examples:
 fn main() -> ExitCode {
     // broker::run reports its own failures, each with its own status.
     match moot::report::parse_args::<Cli>(TOOL, EXIT_USAGE) {
-        Ok(cli) => moot::broker::run(TOOL, &cli.args),
+        Ok(cli) => moot_net::broker::run(TOOL, &cli.args),
         Err(code) => {
             // A usage error still leaves no staged prompt behind: the command after `--` never
             // starts, so what its moot-run would have removed is removed here.
@@ -63,7 +63,7 @@ fn main() -> ExitCode {
                     .skip_while(|arg| arg != "--")
                     .skip(1)
                     .collect();
-                moot::broker::clean_up_unstarted(TOOL, &command);
+                moot_net::broker::clean_up_unstarted(TOOL, &command);
             }
             code
         }

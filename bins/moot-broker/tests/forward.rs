@@ -15,9 +15,9 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::HeaderMap;
 use hyper::{Request, Response, StatusCode};
-use moot::broker::fake_upstream::{acceptor, serve_tls};
-use moot::broker::forward::{Forwarder, Scheme};
-use moot::http::{self, Body};
+use moot_net::broker::forward::{Forwarder, Scheme};
+use moot_net::http::{self, Body};
+use moot_testkit::fake_upstream::{acceptor, serve_tls};
 use support::self_signed;
 use tokio::sync::Semaphore;
 
@@ -274,7 +274,7 @@ fn forwarding(dir: &std::path::Path, flags: &[&str]) -> std::process::Child {
     let script =
         "env > \"$0/env.tmp\" && mv \"$0/env.tmp\" \"$0/env\"; echo {port} > \"$0/port\"; \
                   while [ ! -e \"$0/done\" ]; do sleep 0.05; done";
-    moot::testkit::with_default_signals(&mut std::process::Command::new(support::BIN))
+    moot_testkit::with_default_signals(&mut std::process::Command::new(support::BIN))
         .args(flags)
         .args(["--", "sh", "-c", script])
         .arg(dir)
@@ -461,7 +461,7 @@ fn an_interrupt_inherited_as_ignored_stays_ignored() {
     use std::os::unix::process::CommandExt;
     let dir = tempfile::tempdir().unwrap();
     let mut command = std::process::Command::new(support::BIN);
-    moot::testkit::with_default_signals(&mut command);
+    moot_testkit::with_default_signals(&mut command);
     // SAFETY: only sets a signal disposition between fork and exec.
     unsafe {
         command.pre_exec(|| {
@@ -521,7 +521,7 @@ fn an_interrupt_inherited_as_ignored_stays_ignored() {
 fn a_seat_behind_the_proxy_holds_only_the_token() {
     let test = "a_seat_behind_the_proxy_holds_only_the_token";
     let sandbox = moot_e2e::tool("moot-sandbox");
-    if !moot::testkit::landlock_abi_at_least(&sandbox, 4, test) {
+    if !moot_testkit::landlock_abi_at_least(&sandbox, 4, test) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -621,7 +621,7 @@ while [ ! -e "$WAIT/done" ]; do sleep 0.05; done
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
-        let mut child = moot::testkit::with_default_signals(&mut command)
+        let mut child = moot_testkit::with_default_signals(&mut command)
             .spawn()
             .unwrap();
         let started = std::time::Instant::now();

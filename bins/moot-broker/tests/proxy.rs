@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::{Method, Request, StatusCode};
-use moot::broker::fake_upstream::{api_key_entry, Behaviour, FakeUpstream};
-use moot::http;
+use moot_net::http;
+use moot_testkit::fake_upstream::{api_key_entry, Behaviour, FakeUpstream};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 use support::*;
@@ -467,7 +467,7 @@ fn a_seat_the_command_made_deep_and_read_only_is_removed() {
         .arg(&seat)
         .args(["--", "sh", "-c", script])
         .stdin(std::process::Stdio::null());
-    moot::testkit_fs::limit_open_files(&mut command, 256);
+    moot_testkit::fs::limit_open_files(&mut command, 256);
     let output = command.output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");

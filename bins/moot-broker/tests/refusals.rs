@@ -192,12 +192,12 @@ fn an_existing_seat_dir_is_refused() {
 
 #[test]
 fn help_and_version() {
-    moot::testkit::check_help_and_version(BIN, "moot-broker", "moot-broker --upstream");
+    moot_testkit::check_help_and_version(BIN, "moot-broker", "moot-broker --upstream");
 }
 
 #[test]
 fn the_man_page_documents_every_flag() {
-    moot::testkit::check_man_page(BIN, "moot-broker.1");
+    moot_testkit::check_man_page(BIN, "moot-broker.1");
 }
 
 #[test]

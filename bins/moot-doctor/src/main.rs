@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use moot::doctor::{run, DoctorArgs, EXIT_DIFFERS, EXIT_USAGE};
+use moot_net::doctor::{run, DoctorArgs, EXIT_DIFFERS, EXIT_USAGE};
 
 const TOOL: &str = "moot-doctor";
 

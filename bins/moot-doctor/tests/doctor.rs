@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
-use moot::testkit::skip;
+use moot_testkit::skip;
 use serde_json::Value;
 
 /// The doctor, built beside the tools it runs.
@@ -327,7 +327,7 @@ fn a_deep_tree_the_cli_left_is_removed() {
         .arg("--program")
         .arg(&program)
         .args(["codex", "--scenario", "plain", "--scenario", "error"]);
-    moot::testkit_fs::limit_open_files(&mut command, 256);
+    moot_testkit::fs::limit_open_files(&mut command, 256);
     let out = command.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     // The stub answers the error scenario too, so that one differs; the plain one, run in the

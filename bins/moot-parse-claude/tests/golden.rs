@@ -1,3 +1,3 @@
 //! Every case under testdata/claude through the built binary: whole stdout, exit status, stderr.
 
-moot::parser_golden_tests!("claude", at_least = 25);
+moot_testkit::parser_golden_tests!("claude", at_least = 25);

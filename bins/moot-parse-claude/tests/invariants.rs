@@ -14,7 +14,7 @@ const UNKNOWN_ROWS: &[&str] = &[
     r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"{\"type\":\"result\",\"is_error\":true}"}]}}"#,
 ];
 
-moot::dialect_invariant_tests!(
+moot_testkit::dialect_invariant_tests!(
     "claude",
     Claude::default,
     ends_a_run = |_| false,

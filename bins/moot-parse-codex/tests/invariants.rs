@@ -14,7 +14,7 @@ const UNKNOWN_ROWS: &[&str] = &[
     r#"{"type":"item.started","item":{"id":"item_9","type":"command_execution","aggregated_output":"{\"type\":\"turn.failed\"}"}}"#,
 ];
 
-moot::dialect_invariant_tests!(
+moot_testkit::dialect_invariant_tests!(
     "codex",
     Codex::default,
     ends_a_run = |_| false,

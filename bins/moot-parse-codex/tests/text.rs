@@ -1,7 +1,7 @@
 //! `--text`, the adapter.sh contract: the answer alone on success, nothing but one stderr line on
 //! failure.
 
-moot::parser_text_tests!(
+moot_testkit::parser_text_tests!(
     "codex",
     answer = "real-tool",
     truncated = "real-length",

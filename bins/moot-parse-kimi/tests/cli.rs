@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use moot::testkit::{run_plain_in, text_answer, text_failure};
+use moot_testkit::{run_plain_in, text_answer, text_failure};
 
 const BIN: &str = env!("CARGO_BIN_EXE_moot-parse-kimi");
 
@@ -59,7 +59,7 @@ fn stderr_file_gives_the_legacy_session_id() {
 
 #[test]
 fn help_shows_an_example_and_version_prints() {
-    moot::testkit::check_help_and_version(
+    moot_testkit::check_help_and_version(
         BIN,
         "moot-parse-kimi",
         "moot-parse-kimi --exit-code $? --stderr-file err.txt < run.ndjson",
@@ -68,5 +68,5 @@ fn help_shows_an_example_and_version_prints() {
 
 #[test]
 fn a_usage_error_is_one_line() {
-    moot::testkit::check_usage_error(BIN, "moot-parse-kimi", 2);
+    moot_testkit::check_usage_error(BIN, "moot-parse-kimi", 2);
 }

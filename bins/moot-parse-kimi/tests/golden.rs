@@ -1,3 +1,3 @@
 //! Every case under testdata/kimi through the built binary: whole stdout, exit status, stderr.
 
-moot::parser_golden_tests!("kimi", at_least = 25);
+moot_testkit::parser_golden_tests!("kimi", at_least = 25);

@@ -18,7 +18,7 @@ const END: &str = r#"{"type":"agent_end","messages":[],"isTerminal":true}"#;
 
 #[test]
 fn golden_cases() {
-    let checked = moot::testkit::check_goldens(BIN, "moot-parse-omp", "adversarial");
+    let checked = moot_testkit::check_goldens(BIN, "moot-parse-omp", "adversarial");
     assert!(checked >= 38, "only {checked} adversarial cases");
 }
 

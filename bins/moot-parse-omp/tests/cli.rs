@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use moot::testkit::{
+use moot_testkit::{
     args, case, run, run_plain_in, spawn_piped, text_answer, text_failure, text_failure_starts_with,
 };
 
@@ -140,7 +140,7 @@ fn exit_code_and_status_file_are_exclusive() {
 
 #[test]
 fn version_and_help() {
-    moot::testkit::check_help_and_version(BIN, "moot-parse-omp", "cat run.ndjson | moot-parse-omp");
+    moot_testkit::check_help_and_version(BIN, "moot-parse-omp", "cat run.ndjson | moot-parse-omp");
 }
 
 #[test]
@@ -192,11 +192,11 @@ fn widens_the_pipe_it_reads() {
 /// The adapter's scratch directory, as a pipeline leaves it: moot-run's status file inside.
 fn scratch_with_status() -> (tempfile::TempDir, std::path::PathBuf) {
     let parent = tempfile::tempdir().unwrap();
-    let scratch = moot::testkit::scratch_dir(parent.path(), "work");
+    let scratch = moot_testkit::scratch_dir(parent.path(), "work");
     std::fs::create_dir_all(scratch.join("out")).unwrap();
     std::fs::write(
         scratch.join("out/status"),
-        std::fs::read(moot::testkit::testdata().join("omp/status-clean.status")).unwrap(),
+        std::fs::read(moot_testkit::testdata().join("omp/status-clean.status")).unwrap(),
     )
     .unwrap();
     (parent, scratch)
@@ -268,7 +268,7 @@ fn cleanup_refuses_a_symlink_after_printing_the_verdict() {
 
 #[test]
 fn a_usage_error_is_one_line() {
-    moot::testkit::check_usage_error(BIN, "moot-parse-omp", 2);
+    moot_testkit::check_usage_error(BIN, "moot-parse-omp", 2);
 }
 
 /// Regression: `--status-file /dev/zero` grew past 600 MB and a FIFO hung forever. The status
@@ -282,7 +282,7 @@ fn a_status_file_that_is_not_a_small_regular_file_fails_the_run() {
     std::fs::write(&big, vec![b' '; 9000]).unwrap();
     let link = dir.path().join("link");
     std::os::unix::fs::symlink(
-        moot::testkit::testdata().join("omp/status-clean.status"),
+        moot_testkit::testdata().join("omp/status-clean.status"),
         &link,
     )
     .unwrap();

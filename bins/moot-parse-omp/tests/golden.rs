@@ -1,6 +1,6 @@
 //! Every case under testdata/omp through the built binary: whole stdout, exit status, stderr.
 
-moot::parser_golden_tests!("omp", at_least = 60);
+moot_testkit::parser_golden_tests!("omp", at_least = 60);
 
 const BIN: &str = env!("CARGO_BIN_EXE_moot-parse-omp");
 
@@ -10,16 +10,16 @@ const BIN: &str = env!("CARGO_BIN_EXE_moot-parse-omp");
 /// more, fails its golden case. real-error's message spans lines, so the folding is checked.
 #[test]
 fn stderr_must_be_the_envelopes_error() {
-    let case = moot::testkit::cases("omp")
+    let case = moot_testkit::cases("omp")
         .into_iter()
         .find(|case| case.name == "real-error")
         .expect("testdata/omp/real-error");
     let input = std::fs::read(&case.input).expect("read case input");
-    let output = moot::testkit::run_in(BIN, &case.args, &input, Some(&case.dir));
+    let output = moot_testkit::run_in(BIN, &case.args, &input, Some(&case.dir));
     let check = |stderr: &[u8]| {
         let mut output = output.clone();
         output.stderr = stderr.to_vec();
-        moot::testkit::check_case(&case, "moot-parse-omp", &output)
+        moot_testkit::check_case(&case, "moot-parse-omp", &output)
     };
     let printed = output.stderr.clone();
     assert_eq!(check(&printed), Ok(()));

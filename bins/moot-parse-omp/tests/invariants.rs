@@ -6,9 +6,9 @@
 //! the one cut allowed to succeed.
 
 use moot::runtime::omp::stream::Omp;
-use moot::testkit::{ends_a_pi_family_run, PI_FAMILY_UNKNOWN_ROWS};
+use moot_testkit::{ends_a_pi_family_run, PI_FAMILY_UNKNOWN_ROWS};
 
-moot::dialect_invariant_tests!(
+moot_testkit::dialect_invariant_tests!(
     "omp",
     Omp::default,
     ends_a_run = ends_a_pi_family_run,

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 use moot::gitmoot_result;
 use moot::runtime::omp::stream::Omp;
 use moot::runtime::pi_family;
-use moot::testkit::{cases, check_envelope, envelope_of, line_boundaries, run, verdict};
+use moot_testkit::{cases, check_envelope, envelope_of, line_boundaries, run, verdict};
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use serde_json::{json, Map, Value};

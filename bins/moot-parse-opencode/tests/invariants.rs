@@ -14,7 +14,7 @@ const UNKNOWN_ROWS: &[&str] = &[
     r#"{"type":"step-finish","sessionID":"ses_spoof","part":{"type":"step-finish","reason":"tool-calls"}}"#,
 ];
 
-moot::dialect_invariant_tests!(
+moot_testkit::dialect_invariant_tests!(
     "opencode",
     Opencode::default,
     ends_a_run = |_| false,

@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use moot::testkit::{args, run, text_answer, text_failure, text_failure_starts_with};
+use moot_testkit::{args, run, text_answer, text_failure, text_failure_starts_with};
 
 const BIN: &str = env!("CARGO_BIN_EXE_moot-parse-pi");
 
@@ -52,7 +52,7 @@ fn accept_unmetered_hands_over_an_answer_without_usage() {
 
 #[test]
 fn help_shows_an_example_and_version_prints() {
-    moot::testkit::check_help_and_version(BIN, "moot-parse-pi", "cat run.ndjson | moot-parse-pi");
+    moot_testkit::check_help_and_version(BIN, "moot-parse-pi", "cat run.ndjson | moot-parse-pi");
 }
 
 #[test]
@@ -64,5 +64,5 @@ fn a_bad_flag_is_a_usage_error() {
 
 #[test]
 fn a_usage_error_is_one_line() {
-    moot::testkit::check_usage_error(BIN, "moot-parse-pi", 2);
+    moot_testkit::check_usage_error(BIN, "moot-parse-pi", 2);
 }

@@ -6,9 +6,9 @@
 //! the one cut allowed to succeed.
 
 use moot::runtime::pi::stream::Pi;
-use moot::testkit::{ends_a_pi_family_run, PI_FAMILY_UNKNOWN_ROWS};
+use moot_testkit::{ends_a_pi_family_run, PI_FAMILY_UNKNOWN_ROWS};
 
-moot::dialect_invariant_tests!(
+moot_testkit::dialect_invariant_tests!(
     "pi",
     Pi::default,
     ends_a_run = ends_a_pi_family_run,

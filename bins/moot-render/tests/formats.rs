@@ -616,7 +616,7 @@ fn list_json_is_the_whole_registry() {
 fn list_json_is_read_by_jq() {
     let jq = std::path::Path::new("/usr/bin/jq");
     if !jq.exists() {
-        moot::testkit::skip(
+        moot_testkit::skip(
             "jq",
             "/usr/bin/jq is not installed; serde already checked the JSON",
         );
@@ -676,7 +676,7 @@ fn help_and_version() {
 
 #[test]
 fn the_man_page_documents_every_long_flag() {
-    moot::testkit::check_man_page(common::BIN, "moot-render.1");
+    moot_testkit::check_man_page(common::BIN, "moot-render.1");
     // Written as roff's \-\-flag, every one, and the page has every section a page needs.
     let page = fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),

@@ -386,7 +386,7 @@ fn a_reader_that_goes_away_leaves_nothing_staged() {
 #[test]
 fn a_staged_prompt_is_given_to_the_seats_user() {
     if !nix::unistd::geteuid().is_root() {
-        moot::testkit::skip(
+        moot_testkit::skip(
             "a_staged_prompt_is_given_to_the_seats_user",
             "needs root: only root gives a file away",
         );

@@ -11,7 +11,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use moot::outcome::ProcessOutcome;
-use moot::testkit_fs::{mode, write_with_mode};
+use moot_testkit::fs::{mode, write_with_mode};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
@@ -100,7 +100,7 @@ fn sh_writing(args: &[&str], flag: &str, script: &str) -> (Output, Written) {
 /// inherited (a background job of a script ignores INT and QUIT).
 fn moot_run_default_signals(args: &[&str]) -> Command {
     let mut command = moot_run(args);
-    moot::testkit::with_default_signals(&mut command);
+    moot_testkit::with_default_signals(&mut command);
     command
 }
 
@@ -395,7 +395,7 @@ fn the_command_has_its_own_group_null_stdin_and_no_blocked_or_ignored_signals() 
 
 #[test]
 fn the_commands_stdin_is_dev_null_even_when_ours_has_data() {
-    let out = moot::testkit::run(
+    let out = moot_testkit::run(
         BIN,
         &["--".into(), "cat".into()],
         b"this must not reach the command",
@@ -406,7 +406,7 @@ fn the_commands_stdin_is_dev_null_even_when_ours_has_data() {
 
 #[test]
 fn argv_comes_from_stdin_when_none_is_given() {
-    let out = moot::testkit::run(
+    let out = moot_testkit::run(
         BIN,
         &[],
         b"sh\0-c\0printf '%s|' \"$@\"; cat; echo end\0zero\0-- -x\n@y\0\0",
@@ -417,7 +417,7 @@ fn argv_comes_from_stdin_when_none_is_given() {
 
 #[test]
 fn argv_on_stdin_must_be_nul_terminated() {
-    let cut = moot::testkit::run(BIN, &[], b"sh\0-c\0echo hi");
+    let cut = moot_testkit::run(BIN, &[], b"sh\0-c\0echo hi");
     assert_eq!(cut.status.code(), Some(125));
     assert_eq!(
         stderr(&cut),
@@ -425,7 +425,7 @@ fn argv_on_stdin_must_be_nul_terminated() {
          byte; was its producer cut off?\n"
     );
     assert_eq!(cut.stdout, b"");
-    let empty = moot::testkit::run(BIN, &[], b"");
+    let empty = moot_testkit::run(BIN, &[], b"");
     assert_eq!(empty.status.code(), Some(125));
     assert_eq!(
         stderr(&empty),
@@ -461,7 +461,7 @@ fn wait_until_blocked(pid: u32, signal: Signal) {
 #[test]
 fn a_signal_while_argv_is_awaited_on_stdin_stops_moot_run_and_cleans_up() {
     let dir = tempfile::tempdir().unwrap();
-    let stage = moot::testkit::scratch_dir(dir.path(), "stage");
+    let stage = moot_testkit::scratch_dir(dir.path(), "stage");
     let mut child = moot_run_default_signals(&["--cleanup", stage.to_str().unwrap()])
         .stdin(Stdio::piped())
         .stderr(Stdio::piped())
@@ -1187,7 +1187,7 @@ fn usage_errors_exit_125_on_one_line() {
 /// Runs moot-run with `--cleanup` on a fresh staged directory and returns whether it is gone.
 fn cleaned_after(args: &[&str], signal: Option<Signal>) -> (bool, Option<i32>) {
     let dir = tempfile::tempdir().unwrap();
-    let stage = moot::testkit::scratch_dir(dir.path(), "stage");
+    let stage = moot_testkit::scratch_dir(dir.path(), "stage");
     let mut all = vec!["--cleanup", stage.to_str().unwrap()];
     all.extend_from_slice(args);
     let code = match signal {
@@ -1279,9 +1279,9 @@ fn assert_project_intact(proj: &Path) {
 fn cleanup_never_removes_what_moot_did_not_create() {
     let (dir, proj) = project();
     // Even a directory made to look like scratch is refused when it holds the working directory.
-    let decoy = moot::testkit::scratch_dir(dir.path(), "decoy");
+    let decoy = moot_testkit::scratch_dir(dir.path(), "decoy");
     fs::create_dir(decoy.join("cwd")).unwrap();
-    let home = moot::testkit::scratch_dir(dir.path(), "home");
+    let home = moot_testkit::scratch_dir(dir.path(), "home");
     let cases: [(&[&str], &Path, &str); 7] = [
         (
             &["--cleanup", ".."],
@@ -1327,7 +1327,7 @@ fn cleanup_never_removes_what_moot_did_not_create() {
 #[test]
 fn a_usage_error_still_removes_the_staged_prompt() {
     let dir = tempfile::tempdir().unwrap();
-    let stage = moot::testkit::scratch_dir(dir.path(), "stage");
+    let stage = moot_testkit::scratch_dir(dir.path(), "stage");
     let out = output(moot_run_at(
         "--cleanup",
         &stage,
@@ -1340,7 +1340,7 @@ fn a_usage_error_still_removes_the_staged_prompt() {
 
 #[test]
 fn man_page_documents_every_flag() {
-    moot::testkit::check_man_page(BIN, "moot-run.1");
+    moot_testkit::check_man_page(BIN, "moot-run.1");
 }
 
 /// Regression: `ln -s victim.conf run.ndjson; moot-run --transcript run.ndjson -- echo x`
@@ -1407,7 +1407,7 @@ impl Drop for BoundScratch {
 #[test]
 fn cleanup_removes_nothing_through_a_bind_mount() {
     if !nix::unistd::geteuid().is_root() {
-        moot::testkit::skip(
+        moot_testkit::skip(
             "cleanup_removes_nothing_through_a_bind_mount",
             "needs root to bind-mount",
         );
@@ -1417,7 +1417,7 @@ fn cleanup_removes_nothing_through_a_bind_mount() {
     let project = dir.path().join("project");
     fs::create_dir(&project).unwrap();
     fs::write(project.join("important"), "keep").unwrap();
-    let scratch = moot::testkit::scratch_dir(dir.path(), "scratch");
+    let scratch = moot_testkit::scratch_dir(dir.path(), "scratch");
     fs::create_dir(scratch.join("sub")).unwrap();
     let bound = BoundScratch {
         _dir: dir,
@@ -1449,7 +1449,7 @@ fn cleanup_removes_nothing_through_a_bind_mount() {
 #[test]
 fn cleanup_of_a_tree_it_cannot_empty_removes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let scratch = moot::testkit::scratch_dir(dir.path(), "scratch");
+    let scratch = moot_testkit::scratch_dir(dir.path(), "scratch");
     let as_nobody = nix::unistd::geteuid().is_root();
     if as_nobody {
         fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
@@ -1510,8 +1510,8 @@ fn cleanup_is_checked_once_the_producer_is_done() {
 #[test]
 fn a_stage_swapped_during_the_run_is_detected_and_not_written_through() {
     let dir = tempfile::tempdir().unwrap();
-    let stage = moot::testkit::scratch_dir(dir.path(), "stage");
-    let prompt_dir = moot::testkit::scratch_dir(&stage, "p");
+    let stage = moot_testkit::scratch_dir(dir.path(), "stage");
+    let prompt_dir = moot_testkit::scratch_dir(&stage, "p");
     let victim = dir.path().join("victim");
     fs::create_dir(&victim).unwrap();
     let hidden = dir.path().join("hidden");

@@ -15,7 +15,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use moot::testkit_fs::write_with_mode;
+use moot_testkit::fs::write_with_mode;
 
 const BIN: &str = env!("CARGO_BIN_EXE_moot-sandbox");
 
@@ -42,12 +42,12 @@ fn path(p: &Path) -> &str {
 /// The kernel's Landlock ABI, from `--check` (0 without Landlock).
 fn kernel_abi() -> i64 {
     static ABI: OnceLock<i64> = OnceLock::new();
-    *ABI.get_or_init(|| moot::testkit::landlock_abi(Path::new(BIN)))
+    *ABI.get_or_init(|| moot_testkit::landlock_abi(Path::new(BIN)))
 }
 
 /// False, with a loud note, when the kernel's ABI is older than `needed`.
 fn kernel_has(needed: i64, test: &str) -> bool {
-    moot::testkit::landlock_abi_at_least(Path::new(BIN), needed, test)
+    moot_testkit::landlock_abi_at_least(Path::new(BIN), needed, test)
 }
 
 /// A fresh directory tree: `ws` (to grant), `outside` (never granted), a secret beside them.
@@ -423,7 +423,7 @@ fn node() -> Option<PathBuf> {
 /// `found`, or `None` with a loud note that `tool` is missing and `why` the test needs it.
 fn found_or_skip<T>(found: Option<T>, tool: &str, why: &str) -> Option<T> {
     if found.is_none() {
-        moot::testkit::skip(tool, why);
+        moot_testkit::skip(tool, why);
     }
     found
 }
@@ -694,7 +694,7 @@ fn the_sandbox_outlives_exec_into_every_descendant() {
 
 #[test]
 fn man_page_documents_every_flag() {
-    moot::testkit::check_man_page(BIN, "moot-sandbox.1");
+    moot_testkit::check_man_page(BIN, "moot-sandbox.1");
 }
 
 /// Regression: `--check` into a closed pipe exited 3, which means "the kernel cannot enforce".
@@ -718,7 +718,7 @@ fn check_into_a_closed_pipe_is_an_output_failure_not_a_kernel_one() {
 fn is_root(test: &str) -> bool {
     let root = nix::unistd::geteuid().is_root();
     if !root {
-        moot::testkit::skip(test, "needs root: it checks what root can no longer do");
+        moot_testkit::skip(test, "needs root: it checks what root can no longer do");
     }
     root
 }

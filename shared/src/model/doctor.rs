@@ -1,4 +1,4 @@
-//! What a runtime declares for moot-doctor (src/doctor/): how to ask its CLI for its version,
+//! What a runtime declares for moot-doctor (net/src/doctor/): how to ask its CLI for its version,
 //! the version moot is tested against, how to point the CLI at a provider origin from a private
 //! HOME, and where the pinned CLI legitimately reports a scenario differently from the others.
 //! Each runtime fills this in its own folder (`runtime/<rt>/doctor.rs`); the doctor only reads it.
@@ -20,7 +20,7 @@ pub struct Certify {
     pub resumes: bool,
     /// Scenarios whose verdict on the pinned CLI differs from the doctor's default, as
     /// `(scenario, expected verdict)` in the doctor's notation (`ok`, `fail:<class>`, classes
-    /// joined by `|` when either is right). src/doctor/ checks every name and verdict here.
+    /// joined by `|` when either is right). net/src/doctor/ checks every name and verdict here.
     pub differs: &'static [(&'static str, &'static str)],
     /// The repository files the `repo` scenario plants in the workspace, `(path, text)`: every
     /// file of `testdata/repoplant/<runtime>/` that runs code or moves the provider when the CLI

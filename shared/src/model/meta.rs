@@ -60,7 +60,7 @@ pub struct Meta {
     pub repo_code: &'static [&'static str],
     /// Builds the argv of one delivery.
     pub build: Builder,
-    /// How moot-doctor certifies its installed CLI (src/doctor/); `None` when it has no CLI to
+    /// How moot-doctor certifies its installed CLI (net/src/doctor/); `None` when it has no CLI to
     /// certify (shell, mock).
     pub doctor: Option<&'static Certify>,
 }

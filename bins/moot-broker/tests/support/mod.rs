@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
-use moot::broker::fake_upstream::{api_key_entry, Behaviour, FakeUpstream};
-use moot::http::{self, Body};
+use moot_net::http::{self, Body};
+use moot_testkit::fake_upstream::{api_key_entry, Behaviour, FakeUpstream};
 use serde_json::{json, Value};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_moot-broker");
@@ -31,7 +31,7 @@ pub fn omp_bin(test: &str) -> Option<PathBuf> {
     if bin.join("omp").is_file() && bin.join("bun").is_file() {
         return Some(bin);
     }
-    moot::testkit::skip(
+    moot_testkit::skip(
         test,
         &format!(
             "no omp under {} (scripts/realcli/install.sh)",
@@ -88,7 +88,7 @@ impl Running {
     ) -> Running {
         let seat = dir.join("seat");
         // Stopped with INT or TERM below, whatever this test run inherited.
-        let child = moot::testkit::with_default_signals(&mut Command::new(BIN))
+        let child = moot_testkit::with_default_signals(&mut Command::new(BIN))
             .args(flags)
             .arg("--upstream")
             .arg(upstream)
@@ -322,7 +322,7 @@ pub fn self_signed(dir: &Path, test: &str) -> Option<(Vec<u8>, Vec<u8>)> {
             Some((std::fs::read(&cert).unwrap(), std::fs::read(&key).unwrap()))
         }
         other => {
-            moot::testkit::skip(test, &format!("openssl: {other:?}"));
+            moot_testkit::skip(test, &format!("openssl: {other:?}"));
             None
         }
     }

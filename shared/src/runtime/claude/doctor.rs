@@ -1,4 +1,4 @@
-//! How moot-doctor certifies Claude Code (src/doctor/): its version, and its private HOME.
+//! How moot-doctor certifies Claude Code (net/src/doctor/): its version, and its private HOME.
 
 use std::io;
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! How moot-doctor certifies Codex (src/doctor/): its version, and its private HOME.
+//! How moot-doctor certifies Codex (net/src/doctor/): its version, and its private HOME.
 
 use std::io;
 use std::path::Path;

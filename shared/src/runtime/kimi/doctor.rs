@@ -1,4 +1,4 @@
-//! How moot-doctor certifies Kimi Code and the legacy kimi-cli (src/doctor/): their versions,
+//! How moot-doctor certifies Kimi Code and the legacy kimi-cli (net/src/doctor/): their versions,
 //! and their private HOMEs. Both name their session (and Kimi Code its fatal error) only on
 //! stderr, so the doctor keeps it for the parser.
 

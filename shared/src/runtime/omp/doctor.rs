@@ -1,4 +1,4 @@
-//! How moot-doctor certifies omp (src/doctor/): its version, and its private HOME.
+//! How moot-doctor certifies omp (net/src/doctor/): its version, and its private HOME.
 
 use std::io;
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! How moot-doctor certifies opencode (src/doctor/): its version, and its private HOME.
+//! How moot-doctor certifies opencode (net/src/doctor/): its version, and its private HOME.
 
 use std::fs;
 use std::io;

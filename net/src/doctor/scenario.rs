@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-use crate::envelope::ErrorClass;
-use crate::model::Certify;
+use moot::envelope::ErrorClass;
+use moot::model::Certify;
 
 /// One scenario: what the fake model does, and what moot must conclude.
 #[derive(Debug, Clone, Copy)]
@@ -204,7 +204,7 @@ pub fn exit_word(exit: Option<i32>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry;
+    use moot::registry;
     use serde_json::json;
 
     #[test]

@@ -115,5 +115,5 @@ impl Report {
 
 /// Text made safe for one table cell: one line, no column separator.
 fn cell(text: &str) -> String {
-    crate::report::one_line(text).replace('|', "/")
+    moot::report::one_line(text).replace('|', "/")
 }

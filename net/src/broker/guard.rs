@@ -122,7 +122,7 @@ fn unremoved(said: &str) -> Option<DirId> {
     made
 }
 
-/// Removes `dir` while it is still the directory `id` (src/tree.rs), trying again while the
+/// Removes `dir` while it is still the directory `id` (shared/src/tree.rs), trying again while the
 /// dying command writes in it.
 pub fn sweep(dir: &Path, id: DirId) -> bool {
     let mut last = None;
@@ -131,7 +131,7 @@ pub fn sweep(dir: &Path, id: DirId) -> bool {
             Ok(meta) if (meta.dev(), meta.ino()) == id => {}
             _ => return true,
         }
-        match crate::tree::remove_tree(dir) {
+        match moot::tree::remove_tree(dir) {
             Ok(()) => return true,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return true,
             Err(e) => last = Some(e),
@@ -139,7 +139,7 @@ pub fn sweep(dir: &Path, id: DirId) -> bool {
         std::thread::sleep(SWEEP_PAUSE);
     }
     if let Some(e) = last {
-        crate::eprintln_whole!(
+        moot::eprintln_whole!(
             "moot-broker: the seat's guard cannot remove the seat ({}): {e}",
             dir.display()
         );

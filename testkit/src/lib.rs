@@ -1,6 +1,7 @@
-//! Test support shared by every tool's integration tests (feature `testkit`, dev only): run a
-//! built binary on real bytes, check golden cases, and check that a man page documents every
-//! flag of `--help`. One harness, so every parser is held to the same golden format.
+//! Test support shared by every tool's tests (a dev-dependency only, never linked into a
+//! tool): run a built binary on real bytes, check golden cases, and check that a man page
+//! documents every flag of `--help`. One harness, so every parser is held to the same golden
+//! format. [`fs`] writes and reads files' modes; [`fake_upstream`] is a fake omp auth broker.
 
 // Test support: a failed expectation here is a failed test, so panicking is the point.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
@@ -9,7 +10,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use crate::report::one_line;
+use moot::report::one_line;
+
+pub mod fake_upstream;
+pub mod fs;
 
 /// Set (to anything) by `.ci/run`: a test that cannot run here fails instead of skipping, so a
 /// CI machine without the kernel or the tools a test needs never passes it silently.
@@ -115,13 +119,13 @@ pub fn args(list: &[&str]) -> Vec<String> {
 }
 
 /// A scratch directory `--cleanup` may remove, as moot-render or an adapter leaves one: mode
-/// 0700, the marker of src/cleanup.rs, and a file in a subdirectory.
+/// 0700, the marker of shared/src/cleanup.rs, and a file in a subdirectory.
 pub fn scratch_dir(parent: &Path, name: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let dir = parent.join(name);
     std::fs::create_dir_all(dir.join("nested")).expect("mkdir scratch");
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).expect("chmod 700");
-    std::fs::write(dir.join(crate::cleanup::MARKER), b"").expect("mark scratch");
+    std::fs::write(dir.join(moot::cleanup::MARKER), b"").expect("mark scratch");
     std::fs::write(dir.join("nested/prompt.md"), b"secret prompt").expect("write scratch");
     dir
 }
@@ -217,8 +221,7 @@ macro_rules! parser_golden_tests {
         #[test]
         fn golden_cases() {
             let bin = env!(concat!("CARGO_BIN_EXE_moot-parse-", $runtime));
-            let checked =
-                $crate::testkit::check_goldens(bin, concat!("moot-parse-", $runtime), $runtime);
+            let checked = $crate::check_goldens(bin, concat!("moot-parse-", $runtime), $runtime);
             assert!(
                 checked >= $at_least,
                 "only {checked} golden cases under testdata/{}",
@@ -229,13 +232,13 @@ macro_rules! parser_golden_tests {
         #[test]
         fn model_activity_and_completion_are_published() {
             let bin = env!(concat!("CARGO_BIN_EXE_moot-parse-", $runtime));
-            $crate::testkit::check_activity_and_completion(bin, $runtime);
+            $crate::check_activity_and_completion(bin, $runtime);
         }
 
         #[test]
         fn man_page_documents_every_flag() {
             let bin = env!(concat!("CARGO_BIN_EXE_moot-parse-", $runtime));
-            $crate::testkit::check_man_page(bin, concat!("moot-parse-", $runtime, ".1"));
+            $crate::check_man_page(bin, concat!("moot-parse-", $runtime, ".1"));
         }
     };
 }
@@ -257,14 +260,14 @@ macro_rules! parser_text_tests {
         #[test]
         fn text_prints_only_the_answer() {
             assert_eq!(
-                $crate::testkit::text_answer(BIN, $runtime, $answer, &[]),
-                $crate::testkit::golden_answer($runtime, $answer)
+                $crate::text_answer(BIN, $runtime, $answer, &[]),
+                $crate::golden_answer($runtime, $answer)
             );
         }
 
         #[test]
         fn text_prints_nothing_for_a_failed_run() {
-            let stderr = $crate::testkit::text_failure(BIN, $runtime, $truncated, &[]);
+            let stderr = $crate::text_failure(BIN, $runtime, $truncated, &[]);
             let prefix = concat!("moot-parse-", $runtime, ": truncated: TRUNCATED: ");
             assert!(stderr.starts_with(prefix), "{stderr:?}");
         }
@@ -272,14 +275,14 @@ macro_rules! parser_text_tests {
         #[test]
         fn text_does_not_require_a_gitmoot_result() {
             assert_eq!(
-                $crate::testkit::text_answer(BIN, $runtime, $no_result, &[]),
+                $crate::text_answer(BIN, $runtime, $no_result, &[]),
                 $no_result_answer
             );
         }
 
         #[test]
         fn a_usage_error_is_one_line() {
-            $crate::testkit::check_usage_error(BIN, concat!("moot-parse-", $runtime), 2);
+            $crate::check_usage_error(BIN, concat!("moot-parse-", $runtime), 2);
         }
     };
 }
@@ -299,19 +302,19 @@ macro_rules! dialect_invariant_tests {
     ) => {
         #[test]
         fn truncating_a_successful_capture_never_succeeds() {
-            let checked = $crate::testkit::check_truncation($runtime, $new, $ends_a_run);
+            let checked = $crate::check_truncation($runtime, $new, $ends_a_run);
             assert!(checked > 1000, "only {checked} cuts checked");
         }
 
         #[test]
         fn model_activity_shows_while_the_cli_runs() {
-            let spoke = $crate::testkit::check_model_activity($runtime, $new, $silent);
+            let spoke = $crate::check_model_activity($runtime, $new, $silent);
             assert!(spoke > 10, "only {spoke} cases showed model activity");
         }
 
         #[test]
         fn unknown_rows_anywhere_never_change_the_verdict() {
-            let compared = $crate::testkit::check_unknown_rows($runtime, $new, $rows);
+            let compared = $crate::check_unknown_rows($runtime, $new, $rows);
             assert!(compared > 300, "only {compared} streams compared");
         }
     };
@@ -319,15 +322,12 @@ macro_rules! dialect_invariant_tests {
 
 /// The line (0-based) after which `dialect` first says the model spoke, fed `stream` line by
 /// line as the parse driver feeds it; `None` when it never does.
-pub fn first_model_line<D: crate::dialect::Dialect>(
-    mut dialect: D,
-    stream: &[u8],
-) -> Option<usize> {
+pub fn first_model_line<D: moot::dialect::Dialect>(mut dialect: D, stream: &[u8]) -> Option<usize> {
     for (index, line) in stream.split(|b| *b == b'\n').enumerate() {
-        if crate::ndjson::is_blank(line) {
+        if moot::ndjson::is_blank(line) {
             continue;
         }
-        let _ = dialect.line(&crate::surrogate::replace_lone(line));
+        let _ = dialect.line(&moot::surrogate::replace_lone(line));
         if dialect.model_spoke() {
             return Some(index);
         }
@@ -339,7 +339,7 @@ pub fn first_model_line<D: crate::dialect::Dialect>(
 /// (unless its stream is one final row); a real capture that succeeded shows it before its last
 /// line, so it is published while the CLI still runs; the `silent` cases, whose model never
 /// spoke, show none. Returns how many cases spoke.
-pub fn check_model_activity<D: crate::dialect::Dialect>(
+pub fn check_model_activity<D: moot::dialect::Dialect>(
     dialect: &str,
     new: impl Fn() -> D,
     silent: &[&str],
@@ -396,7 +396,7 @@ pub fn check_activity_and_completion(bin: &str, dialect: &str) {
         })
         .expect("a real successful capture");
     let dir = tempfile::tempdir().expect("tempdir");
-    let token = dir.path().join(crate::parse::ACTIVITY_FILE);
+    let token = dir.path().join(moot::parse::ACTIVITY_FILE);
     let completion = dir.path().join("completion");
     let mut child = Command::new(bin)
         .args(["--text", "--activity-dir"])
@@ -440,7 +440,7 @@ pub fn check_activity_and_completion(bin: &str, dialect: &str) {
     );
     assert_eq!(
         std::fs::read(&token).expect("the token"),
-        crate::parse::ACTIVITY_TOKEN
+        moot::parse::ACTIVITY_TOKEN
     );
     let mode = std::fs::metadata(&token)
         .expect("stat")
@@ -481,7 +481,7 @@ pub fn check_activity_and_completion(bin: &str, dialect: &str) {
     ];
     let out = run(bin, &args, b"");
     assert_eq!(out.status.code(), Some(1));
-    assert!(!quiet.path().join(crate::parse::ACTIVITY_FILE).exists());
+    assert!(!quiet.path().join(moot::parse::ACTIVITY_FILE).exists());
     assert_eq!(
         std::fs::read_to_string(&quiet_completion).expect("completion"),
         "complete 1\n"
@@ -689,7 +689,7 @@ pub fn check_envelope(json: &str, input_len: u64, require_result: bool) -> serde
         if require_result {
             let result = value["gitmoot_result"].clone();
             assert_eq!(
-                crate::gitmoot_result::validate(result.clone()).as_ref(),
+                moot::gitmoot_result::validate(result.clone()).as_ref(),
                 Ok(&result),
                 "the printed result does not validate to itself: {json}"
             );
@@ -703,7 +703,7 @@ pub fn check_envelope(json: &str, input_len: u64, require_result: bool) -> serde
         assert!(run["family"].is_null(), "a failure with a family: {json}");
         let class = run["error"]["class"].as_str().expect("run.error.class");
         assert!(
-            crate::envelope::ErrorClass::ALL
+            moot::envelope::ErrorClass::ALL
                 .iter()
                 .any(|known| known.name() == class),
             "unknown class {class}"
@@ -715,18 +715,18 @@ pub fn check_envelope(json: &str, input_len: u64, require_result: bool) -> serde
 
 /// The envelope `dialect` prints for `stream` with the default flags, the result required or
 /// not (`--text`), checked against the envelope contract ([`check_envelope`]).
-pub fn envelope_of<D: crate::dialect::Dialect>(
+pub fn envelope_of<D: moot::dialect::Dialect>(
     dialect: D,
     stream: &[u8],
     require_result: bool,
 ) -> serde_json::Value {
-    let args = crate::parse::ParseArgs::default();
-    let parsed = crate::parse::parse(dialect, stream, &args).expect("read from memory");
+    let args = moot::parse::ParseArgs::default();
+    let parsed = moot::parse::parse(dialect, stream, &args).expect("read from memory");
     let json = serde_json::to_string(&parsed.into_envelope(require_result)).expect("serialise");
     check_envelope(&json, stream.len() as u64, require_result)
 }
 
-fn succeeds<D: crate::dialect::Dialect>(dialect: D, stream: &[u8], require_result: bool) -> bool {
+fn succeeds<D: moot::dialect::Dialect>(dialect: D, stream: &[u8], require_result: bool) -> bool {
     envelope_of(dialect, stream, require_result)["run"]["ok"] == true
 }
 
@@ -766,7 +766,7 @@ pub fn verdict(mut envelope: serde_json::Value) -> serde_json::Value {
 /// not read, shaped like its real rows and naming what it does read inside) inserted at every
 /// line boundary of every golden case of `dialect` that takes no flags leaves the verdict
 /// exactly as it was. Returns the number of streams compared.
-pub fn check_unknown_rows<D: crate::dialect::Dialect>(
+pub fn check_unknown_rows<D: moot::dialect::Dialect>(
     dialect: &str,
     new: impl Fn() -> D,
     unknown: &[&str],
@@ -834,7 +834,7 @@ fn is_a_whole_run(prefix: &[u8], ends_a_run: impl Fn(&[u8]) -> bool) -> bool {
 /// or not. The one exception is a cut that ends a whole earlier run ([`is_a_whole_run`]): omp
 /// and pi can write several runs to one stream, and a stream cut just after one is byte for
 /// byte a whole run. Returns the number of cuts checked.
-pub fn check_truncation<D: crate::dialect::Dialect>(
+pub fn check_truncation<D: moot::dialect::Dialect>(
     dialect: &str,
     new: impl Fn() -> D,
     ends_a_run: impl Fn(&[u8]) -> bool,

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
-use crate::model::{FakeHome, Meta};
+use moot::model::{FakeHome, Meta};
 
 /// The caller's variables a CLI run keeps (locale, terminal, time zone, identity); everything
 /// else, the caller's HOME, config locations and credentials included, is left out.
@@ -30,7 +30,7 @@ pub fn tool(name: &str) -> Result<PathBuf> {
     if let Some(path) = beside.filter(|p| p.is_file()) {
         return Ok(path);
     }
-    crate::exec::find_on_path(name).with_context(|| {
+    moot::exec::find_on_path(name).with_context(|| {
         format!("{name}: not found beside moot-doctor nor on PATH; install the moot tools together")
     })
 }

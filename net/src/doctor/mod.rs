@@ -19,10 +19,10 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use crate::fake_model::{self, FakeModel};
-use crate::model::doctor::{known_good, known_good_range, same_major, version_in, FAKE_KEY};
-use crate::model::{Certify, FakeHome, Meta};
-use crate::registry;
-use crate::tree;
+use moot::model::doctor::{known_good, known_good_range, same_major, version_in, FAKE_KEY};
+use moot::model::{Certify, FakeHome, Meta};
+use moot::registry;
+use moot::tree;
 
 use output::{Report, RuntimeReport, ScenarioReport};
 use pipeline::{Env, Outcome, Pipeline};
@@ -108,7 +108,7 @@ pub fn run(tool: &str, args: &DoctorArgs) -> Result<ExitCode> {
     let chosen = match choose(args) {
         Ok(chosen) => chosen,
         Err(problem) => {
-            crate::eprintln_whole!("{tool}: {problem}");
+            moot::eprintln_whole!("{tool}: {problem}");
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
@@ -119,7 +119,7 @@ pub fn run(tool: &str, args: &DoctorArgs) -> Result<ExitCode> {
     for (meta, certify) in chosen {
         let rt = certify_one(args, meta, certify);
         for s in rt.scenarios.iter().filter(|s| s.result == FAIL) {
-            crate::eprintln_whole!(
+            moot::eprintln_whole!(
                 "{tool}: {} {}: expected {}, observed {}",
                 rt.runtime,
                 s.scenario,
@@ -128,18 +128,18 @@ pub fn run(tool: &str, args: &DoctorArgs) -> Result<ExitCode> {
             );
         }
         if let Some(problem) = &rt.problem {
-            crate::eprintln_whole!("{tool}: {}: {problem}", rt.runtime);
+            moot::eprintln_whole!("{tool}: {}: {problem}", rt.runtime);
         }
         if let (Some(streamed), Some(probed)) = (&rt.stream_version, &rt.version) {
             if version_in(streamed).as_ref() != Some(probed) {
-                crate::eprintln_whole!(
+                moot::eprintln_whole!(
                     "{tool}: {}: its stream names version {streamed}, its --version printed {probed}",
                     rt.runtime
                 );
             }
         }
         if !rt.in_range && rt.version.is_some() && rt.skipped.is_none() {
-            crate::eprintln_whole!(
+            moot::eprintln_whole!(
                 "{tool}: {}: version {} is outside the known-good range {}{}",
                 rt.runtime,
                 rt.version.as_deref().unwrap_or("unknown"),
@@ -194,7 +194,7 @@ fn choose(args: &DoctorArgs) -> Result<Vec<(&'static Meta, &'static Certify)>, S
             return Err("--program needs the RUNTIME it is a CLI of".into());
         }
         let found: Vec<_> = certifiable()
-            .filter(|(meta, _)| crate::exec::find_on_path(meta.executable).is_some())
+            .filter(|(meta, _)| moot::exec::find_on_path(meta.executable).is_some())
             .collect();
         if found.is_empty() {
             let names: Vec<&str> = certifiable().map(|(m, _)| m.executable).collect();
@@ -280,7 +280,7 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         if let Err(e) = tree::remove_tree(&self.0) {
-            crate::eprintln_whole!("moot-doctor: cannot remove {}: {e}", self.0.display());
+            moot::eprintln_whole!("moot-doctor: cannot remove {}: {e}", self.0.display());
         }
     }
 }
@@ -312,9 +312,9 @@ fn certify_into(
     report: &mut RuntimeReport,
 ) -> Result<()> {
     let program = match &args.program {
-        Some(path) => crate::exec::resolve_program(path.as_os_str(), None)
+        Some(path) => moot::exec::resolve_program(path.as_os_str(), None)
             .with_context(|| format!("--program {}", path.display()))?,
-        None => crate::exec::find_on_path(meta.executable).with_context(|| {
+        None => moot::exec::find_on_path(meta.executable).with_context(|| {
             format!(
                 "{} is not on PATH (or name it with --program)",
                 meta.executable
@@ -336,7 +336,7 @@ fn certify_into(
     // Every run goes through a credential proxy, as the README pipeline's does: the fake
     // model takes only the key the proxy holds, and the seat holds the job token.
     let key_file = dir.path().join("provider.key");
-    crate::private_file::create_private(&key_file)
+    moot::private_file::create_private(&key_file)
         .and_then(|mut file| file.write_all(FAKE_KEY.as_bytes()))
         .context("the provider key")?;
     let model = FakeModel::start(fake_model::Options {
@@ -503,7 +503,7 @@ impl Bench<'_> {
         };
         for (path, text) in self.certify.plants.iter().filter(|(p, _)| !refused(p)) {
             let text = text.replace("@MARK@", &marks.to_string_lossy());
-            crate::model::doctor::write_config(&self.workspace, path, &text)?;
+            moot::model::doctor::write_config(&self.workspace, path, &text)?;
         }
         Ok(())
     }

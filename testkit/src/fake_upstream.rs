@@ -1,4 +1,4 @@
-//! A fake shared broker on 127.0.0.1 for moot-broker's tests (feature `testkit`): omp's wire
+//! A fake shared broker on 127.0.0.1 for moot-broker's tests (a dev-dependency of its tests): omp's wire
 //! shapes, a log of every request it got (with the bearer it carried), and two behaviours a
 //! real broker has: a proper one (long-poll held, `304`) and an old or naive one (no stream
 //! route, `wait` ignored, `200` at once), against which the proxy must pace itself.
@@ -14,7 +14,7 @@ use hyper::header::{AUTHORIZATION, ETAG, IF_NONE_MATCH};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 
-use crate::http::{self, Body};
+use moot_net::http::{self, Body};
 
 /// One request the fake upstream saw.
 #[derive(Debug, Clone)]
@@ -198,7 +198,7 @@ async fn answer(
         let current = request
             .headers()
             .get(IF_NONE_MATCH)
-            .and_then(super::upstream::generation_tag)
+            .and_then(moot_net::broker::upstream::generation_tag)
             == Some(GENERATION);
         if current && !behaviour.naive {
             let wait = target

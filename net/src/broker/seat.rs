@@ -24,20 +24,14 @@ pub struct Seat {
 /// A job bearer: 32 random bytes in hex after a `moot-` prefix. It never starts with `!` (omp
 /// would run it as a shell command) and, with its `-`, is no variable name omp would expand.
 pub fn job_token() -> anyhow::Result<String> {
-    Ok(format!("moot-{}", random_hex::<32>()?))
-}
-
-/// `N` random bytes from the kernel (src/session.rs), in hex.
-pub fn random_hex<const N: usize>() -> anyhow::Result<String> {
-    let bytes: [u8; N] = crate::session::random_bytes().context("reading /dev/urandom")?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(format!("moot-{}", moot::session::random_hex::<32>()?))
 }
 
 impl Seat {
     /// Creates `dir` (which must not exist; its parent must) owner-only, with `home/.omp/agent`
     /// and `config.yml` in it naming the proxy at `url` with `token`; `models`, when given, is
     /// copied in as the agent directory's `models.yml`. `made` learns of the directory before
-    /// anything is written in it (the guard, src/broker/guard.rs).
+    /// anything is written in it (the guard, net/src/broker/guard.rs).
     pub fn create(
         dir: &Path,
         url: &str,
@@ -90,14 +84,14 @@ impl Seat {
         ]
     }
 
-    /// Deletes the seat, whatever the agent made of it (src/tree.rs: any depth, read-only
+    /// Deletes the seat, whatever the agent made of it (shared/src/tree.rs: any depth, read-only
     /// directories, links never followed), saying whether it is gone; a failure is reported on
     /// stderr, and the guard tries again after moot-broker.
     pub fn remove(&self) -> bool {
-        match crate::tree::remove_tree(&self.dir) {
+        match moot::tree::remove_tree(&self.dir) {
             Ok(()) => true,
             Err(e) => {
-                crate::eprintln_whole!(
+                moot::eprintln_whole!(
                     "moot-broker: cannot remove the seat ({}): {e}",
                     self.dir.display()
                 );

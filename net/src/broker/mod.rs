@@ -16,9 +16,6 @@ pub mod refuse;
 pub mod seat;
 pub mod upstream;
 
-#[cfg(feature = "testkit")]
-pub mod fake_upstream;
-
 use std::cell::Cell;
 use std::ffi::{OsStr, OsString};
 use std::io;
@@ -37,11 +34,11 @@ use nix::sys::signalfd::SignalFd;
 use nix::unistd::{getpid, getppid, Pid};
 use tokio::io::unix::AsyncFd;
 
-use crate::exec;
 use crate::http;
-use crate::report::print_error;
-use crate::seat_proxy::SeatProxy;
 use guard::Guard;
+use moot::exec;
+use moot::report::print_error;
+use moot::seat_proxy::SeatProxy;
 use proxy::Proxy;
 use seat::Seat;
 use upstream::{Polled, Upstream};
@@ -123,7 +120,7 @@ pub struct BrokerArgs {
 
     /// Seconds between a forwarded INT, TERM or HUP and SIGKILL to the command; keep it below an
     /// enclosing moot-run's --grace, so the seat is removed before moot-run's SIGKILL.
-    #[arg(long, value_name = "SECS", default_value = "3", value_parser = crate::seconds::parse_seconds)]
+    #[arg(long, value_name = "SECS", default_value = "3", value_parser = moot::seconds::parse_seconds)]
     pub grace: Duration,
 
     /// The command to run with the seat or the proxy (every `{port}` in it becomes the proxy's
@@ -284,11 +281,13 @@ fn check_seat(args: &BrokerArgs, env: &[(OsString, OsString)]) -> anyhow::Result
     let provider = refuse::provider(args.model.as_deref().unwrap_or_default())?;
     let seat_dir = match &args.seat_dir {
         Some(dir) => free_dir(dir)?,
-        None => std::env::temp_dir().join(format!("moot-seat.{}", seat::random_hex::<8>()?)),
+        None => {
+            std::env::temp_dir().join(format!("moot-seat.{}", moot::session::random_hex::<8>()?))
+        }
     };
     let models = match &args.models_file {
         Some(path) => Some(
-            crate::private_file::read_small(path, MODELS_LIMIT)
+            moot::private_file::read_small(path, MODELS_LIMIT)
                 .with_context(|| format!("--models-file ({})", path.display()))?,
         ),
         None => None,
@@ -320,7 +319,7 @@ fn free_dir(dir: &Path) -> anyhow::Result<PathBuf> {
         ))
         .with_context(what);
     }
-    let parent = crate::private_file::parent_dir(dir);
+    let parent = moot::private_file::parent_dir(dir);
     if !parent.is_dir() {
         return Err(anyhow!("its parent is not a directory")).with_context(what);
     }
@@ -443,7 +442,7 @@ async fn deliver(
     let outcome = supervise(job, command, signals, started).await;
     if let Ok(Ended::Ran(status)) = outcome {
         if status != 0 && !proxy.was_reached() {
-            crate::eprintln_whole!(
+            moot::eprintln_whole!(
                 "moot-broker: the command failed without ever reaching the proxy on 127.0.0.1:{port} \
                  (does its sandbox allow it: moot-sandbox --connect {{port}}?)"
             );
@@ -490,7 +489,7 @@ async fn supervise(
             } else {
                 EXIT_CANNOT_INVOKE
             };
-            crate::eprintln_whole!(
+            moot::eprintln_whole!(
                 "moot-broker: cannot run ({}): {e}",
                 job.command[0].to_string_lossy()
             );

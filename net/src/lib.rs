@@ -1,0 +1,12 @@
+//! What in moot speaks HTTP: the HTTP stack ([`http`]), moot-broker's engine (the omp seat's
+//! proxy and the credential proxy, [`broker`]), the fake model provider ([`fake_model`]) and
+//! moot-doctor's engine ([`doctor`]), which certifies a CLI against that fake model.
+//!
+//! Kept out of the core crate (`shared/`, `moot`) so that the parsers, moot-render, moot-run
+//! and moot-sandbox compile no async runtime, HTTP or TLS crate; `shared/tests/architecture.rs`
+//! checks that layering against `cargo metadata`.
+
+pub mod broker;
+pub mod doctor;
+pub mod fake_model;
+pub mod http;
