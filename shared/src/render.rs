@@ -434,6 +434,16 @@ fn staged_delivery(plan: &StagePlan, instruct: bool) -> Delivery {
 
 /// The shared rules, in order: capability, seat, write gates, plan pairing, model, effort,
 /// grants, files.
+/// The runtimes whose record offers a read-only seat, as the registry holds them.
+fn with_a_readonly_seat() -> String {
+    let names: Vec<&str> = registry::all()
+        .iter()
+        .filter(|meta| meta.readonly_seat)
+        .map(|meta| meta.name)
+        .collect();
+    names.join(", ")
+}
+
 fn resolve_job(
     meta: &Meta,
     a: &JobArgs,
@@ -455,7 +465,10 @@ fn resolve_job(
     if a.readonly_seat && !meta.readonly_seat {
         return Err(Refusal::new(
             "--readonly-seat",
-            format!("{rt} has no read-only-seat delivery; only omp does"),
+            format!(
+                "{rt} has no read-only-seat delivery; only {} does",
+                with_a_readonly_seat()
+            ),
         ));
     }
     if a.readonly_seat && a.policy.grants_write() {
