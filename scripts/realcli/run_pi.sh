@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Capture real `pi` (@mariozechner/pi-coding-agent) headless JSON streams against the fake provider.
-# Install (once):  mkdir -p $REALCLI_DIR/pi && cd $REALCLI_DIR/pi && npm init -y &&
-#                  npm install @mariozechner/pi-coding-agent@0.73.1
+# Install (once): ONLY=pi bash install.sh (its version, and why that one:
+# shared/src/runtime/pi/pi.install).
 FAKE_PORT=${FAKE_PORT:-18082}
 source "$(dirname "$0")/common.sh"
 

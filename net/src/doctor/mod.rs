@@ -242,8 +242,8 @@ fn certify_one(args: &DoctorArgs, meta: &'static Meta, certify: &'static Certify
         runtime: meta.name,
         program: None,
         version: None,
-        pinned: certify.pinned,
-        known_good: known_good_range(certify.pinned),
+        pinned: certify.pinned(),
+        known_good: known_good_range(certify.pinned()),
         in_range: false,
         stream_version: None,
         skipped: None,
@@ -362,7 +362,7 @@ fn certify_into(
     report.in_range = report
         .version
         .as_deref()
-        .is_some_and(|v| known_good(certify.pinned, v));
+        .is_some_and(|v| known_good(certify.pinned(), v));
 
     let dir_ws = dir.path().join("ws");
     if let Some(why) = another_runtimes_cli(args, meta, certify, report.version.as_deref()) {
@@ -410,12 +410,12 @@ fn another_runtimes_cli(
     let shared = certifiable()
         .any(|(other, _)| other.name != meta.name && other.executable == meta.executable);
     let version = version?;
-    (args.runtimes.is_empty() && shared && !same_major(certify.pinned, version)).then(|| {
+    (args.runtimes.is_empty() && shared && !same_major(certify.pinned(), version)).then(|| {
         format!(
             "the {} found is version {version}, another runtime's CLI ({} is {})",
             meta.executable,
             meta.name,
-            known_good_range(certify.pinned)
+            known_good_range(certify.pinned())
         )
     })
 }

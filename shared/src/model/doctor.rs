@@ -11,8 +11,10 @@ use std::path::Path;
 pub struct Certify {
     /// The arguments after the executable that make the CLI print its version and exit.
     pub version_args: &'static [&'static str],
-    /// The version moot's parsers are tested against (scripts/realcli/install.sh pins it).
-    pub pinned: &'static str,
+    /// The pinned CLI's install file (`runtime/<rt>/<cli>.install`): the version moot's parsers
+    /// are tested against, where scripts/realcli/install.sh gets it from and where it puts it.
+    /// Read with [`Certify::pinned`] and [`Certify::install_field`].
+    pub install: &'static str,
     /// Writes the CLI's configuration under a private, empty HOME so that it talks to the model
     /// at `origin` (`http://127.0.0.1:PORT`) only, and says how to run it there.
     pub fake_home: fn(home: &Path, origin: &str) -> io::Result<FakeHome>,
@@ -26,6 +28,22 @@ pub struct Certify {
     /// file of `testdata/repoplant/<runtime>/` that runs code or moves the provider when the CLI
     /// loads it. Its code writes a marker below `@MARK@` (the scenario's marker directory).
     pub plants: &'static [(&'static str, &'static str)],
+}
+
+impl Certify {
+    /// The version moot's parsers are tested against.
+    pub fn pinned(&self) -> &'static str {
+        self.install_field("PINNED").unwrap_or_default()
+    }
+
+    /// The value of `key` in the install file (`KEY=VALUE` lines, `#` comments), `None` when
+    /// the file has no such line.
+    pub fn install_field(&self, key: &str) -> Option<&'static str> {
+        self.install
+            .lines()
+            .filter(|line| !line.starts_with('#'))
+            .find_map(|line| line.strip_prefix(key)?.strip_prefix('='))
+    }
 }
 
 /// The `plants` of a runtime: `repo_plants!("pi": ".pi/extensions/evil.ts", ...)` reads each

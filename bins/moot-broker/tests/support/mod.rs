@@ -24,18 +24,17 @@ pub const FOREIGN_ID: i64 = 2;
 /// omp's bin directory (omp and the bun it runs on), or `None` after a loud skip (a failure
 /// under MOOT_NO_SKIP).
 pub fn omp_bin(test: &str) -> Option<PathBuf> {
-    let root = std::env::var_os("REALCLI_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| std::env::temp_dir().join("moot-realcli"));
-    let bin = root.join("omp/node_modules/.bin");
-    if bin.join("omp").is_file() && bin.join("bun").is_file() {
-        return Some(bin);
+    if let Some((omp, _)) = moot_testkit::realcli::installed("omp") {
+        let bin = omp.parent().unwrap().to_path_buf();
+        if bin.join("bun").is_file() {
+            return Some(bin);
+        }
     }
     moot_testkit::skip(
         test,
         &format!(
-            "no omp under {} (scripts/realcli/install.sh)",
-            bin.display()
+            "no omp and bun under {} (scripts/realcli/install.sh)",
+            moot_testkit::realcli::realcli_dir().display()
         ),
     );
     None

@@ -8,7 +8,7 @@ use crate::model::{Certify, FakeHome};
 
 pub static CERTIFY: Certify = Certify {
     version_args: &["--version"],
-    pinned: "2.1.332",
+    install: include_str!("claude.install"),
     fake_home,
     resumes: true,
     differs: &[

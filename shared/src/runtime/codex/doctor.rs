@@ -9,7 +9,7 @@ use crate::model::{Certify, FakeHome};
 
 pub static CERTIFY: Certify = Certify {
     version_args: &["--version"],
-    pinned: "0.171.0",
+    install: include_str!("codex.install"),
     fake_home,
     resumes: true,
     differs: &[

@@ -15,7 +15,7 @@ const KIMI_PLANTS: &[(&str, &str)] = repo_plants!("kimi": ".kimi-code/mcp.json",
 
 pub static KIMI: Certify = Certify {
     version_args: &["--version"],
-    pinned: "2.1.0",
+    install: include_str!("kimi-code.install"),
     fake_home: kimi_code_home,
     resumes: true,
     differs: &[
@@ -28,7 +28,7 @@ pub static KIMI: Certify = Certify {
 /// The legacy kimi-cli: the `kimi-cli` PyPI package.
 pub static KIMI_CLI: Certify = Certify {
     version_args: &["--version"],
-    pinned: "1.51.0",
+    install: include_str!("kimi-cli.install"),
     fake_home: kimi_cli_home,
     resumes: true,
     differs: &[

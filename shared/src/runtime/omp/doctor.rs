@@ -9,7 +9,7 @@ use crate::model::{Certify, FakeHome};
 
 pub static CERTIFY: Certify = Certify {
     version_args: &["--version"],
-    pinned: "18.2.3",
+    install: include_str!("omp.install"),
     fake_home,
     // omp's --resume re-roots the run in the resumed session's cwd: moot never resumes it.
     resumes: false,

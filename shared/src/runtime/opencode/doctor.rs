@@ -10,7 +10,7 @@ use crate::model::{Certify, FakeHome};
 
 pub static CERTIFY: Certify = Certify {
     version_args: &["--version"],
-    pinned: "1.18.33",
+    install: include_str!("opencode.install"),
     fake_home,
     resumes: true,
     differs: &[

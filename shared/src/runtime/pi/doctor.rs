@@ -9,7 +9,7 @@ use crate::model::{Certify, FakeHome};
 
 pub static CERTIFY: Certify = Certify {
     version_args: &["--version"],
-    pinned: "0.73.1",
+    install: include_str!("pi.install"),
     fake_home,
     resumes: true,
     differs: &[],
