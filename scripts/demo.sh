@@ -2,7 +2,7 @@
 # The main job of moot, on streams captured from a real omp 18.2.3 run: replay each through
 # moot-parse-omp and show the verdict an orchestrator would act on.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 # Where `make build` puts the release binaries (see the Makefile), unless MOOT_BIN says.
 bin=${MOOT_BIN:-target/$(rustc -vV | sed -n 's/^host: //p')/release}
 [ -x "$bin/moot-parse-omp" ] || { echo "demo: $bin/moot-parse-omp is missing; run 'make build' first" >&2; exit 1; }

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC3067 # test -O: dash, bash and busybox sh all have it
 # The one pipeline every scripts/adapters/<runtime>/adapter.sh runs. Sourced, POSIX sh.
 #
 # The adapter.sh contract (man/moot.7, THE ADAPTER CONTRACT): settings arrive in the environment, never from a config
@@ -85,6 +86,7 @@ moot_require_file() {
 # moot_qualify_model: sets moot_model to the model selector, provider-qualified for routing
 # harnesses (omp, pi) when the model does not name its provider itself. (A variable, not a
 # command substitution: every fork shows in the adapter's overhead.)
+# shellcheck disable=SC2034 # moot_model is read by the adapter that sources this file
 moot_qualify_model() {
     case ${MOSAIC_MODEL:-} in
         '') moot_model= ;;

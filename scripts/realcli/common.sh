@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for run_<cli>.sh.  Source it; do not execute it.
 # Everything talks only to the fake provider on 127.0.0.1:$FAKE_PORT.
 set -u

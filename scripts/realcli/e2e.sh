@@ -25,7 +25,7 @@ ADAPTER_ONLY=" activity marker tools managed start health "
 # Every registered runtime whose output a parser reads (shell and mock have no CLI to test).
 CLIS=${*:-$("$MOOT_BIN/moot-render" --list --json |
     python3 -c 'import json, sys; print(" ".join(e["name"] for e in json.load(sys.stdin) if e["parser"]))')}
-work=$(mktemp -d "${TMPDIR:-/tmp}/moot-e2e.XXXXXX")
+work=$(mktemp -d "${TMPDIR:-/tmp}/moot-e2e.XXXXXX") || { echo "e2e: no work directory" >&2; exit 1; }
 # SEAT_USER=USER:GROUP (as root): every seat runs as that user, as the README's root CI recipe
 # says: the stage and the session directories enterable, the staged prompt given to it
 # (moot-render --stage-user), moot-sandbox --user, the worktree writable by its group.
@@ -91,7 +91,7 @@ setup_common() {
     streams=0
     # Where the operator keeps the provider's key: in the CLI's configuration (the key file
     # moot-broker reads), or in a variable (key_env), and how the provider takes it.
-    key_env= key_header=bearer
+    key_env='' key_header=bearer
 }
 # realcli_layout RUNTIME: program and path_dirs of the runtime's pinned CLI, read from its install
 # file (shared/src/runtime/*/*.install, the one that says RUNTIME=RUNTIME), where install.sh put
@@ -166,6 +166,7 @@ setup_kimi() {
     runtime=kimi parser=kimi resumes=1
     # kimi names its session and its fatal error only on stderr, and how its answer ended only
     # in its session store.
+    # shellcheck disable=SC2089 # text the README pipeline gets (sed), never run as words
     stderr_flag='--stderr-file "$stage/err"'
     # (in the private state the pipeline gives it: its HOME there)
     parser_flags="--session-store $work/state/kimi/home/.kimi-code/sessions"
@@ -177,6 +178,7 @@ setup_kimi_cli() {
     printf 'default_model = "fake"\ntelemetry = false\n[providers.fake]\ntype = "kimi"\nbase_url = "%s/v1"\napi_key = "%s"\n[models.fake]\nprovider = "fake"\nmodel = "fake-model"\nmax_context_size = 128000\n' \
         "$provider" "$provider_key" >"$HOME/.kimi/config.toml"
     runtime=kimi-cli parser=kimi resumes=1
+    # shellcheck disable=SC2089 # text the README pipeline gets (sed), never run as words
     stderr_flag='--stderr-file "$stage/err"'
     parser_flags=--require-result
 }
@@ -270,7 +272,7 @@ seat_writable() {
 
 fresh_workspace() {
     ws=$work/ws
-    rm -rf "$ws" "$work/outside" "$dump"/*
+    rm -rf "$ws" "$work/outside" "${dump:?}"/*
     mkdir -p "$ws" "$work/outside"
     git -C "$ws" init -q && git -C "$ws" -c user.email=e2e@moot -c user.name=e2e \
         commit -q --allow-empty -m init
@@ -724,7 +726,7 @@ print(" ".join(next(e for e in json.load(sys.stdin) if e["name"] == sys.argv[1])
             ;;
         tools)
             local limit
-            case $cli in pi) limit=read ;; claude) limit=Read ;; *) echo NA; return ;; esac
+            case $cli in pi) limit='read' ;; claude) limit=Read ;; *) echo NA; return ;; esac
             # The same command runs without the limit, and not with it.
             echo "toolcmd touch ran.txt" >"$scenario_file"
             run_adapter "Run the tool."
@@ -763,7 +765,7 @@ print(" ".join(next(e for e in json.load(sys.stdin) if e["name"] == sys.argv[1])
             grep -qxF "$ref" "$sessions/$runtime.session" 2>/dev/null ||
                 { echo "start printed $ref but stored $(cat "$sessions/$runtime.session" 2>&1)"; return; }
             grep -rqs "Initialize only" "$dump" || { echo "the provider never saw the startup prompt"; return; }
-            rm -rf "$dump"/*
+            rm -rf "${dump:?}"/*
             adapter_verb=
             run_adapter "Second turn."
             [ "$status" = 0 ] && grep -rqs "Initialize only" "$dump" ||
@@ -812,7 +814,7 @@ print(" ".join(next(e for e in json.load(sys.stdin) if e["name"] == sys.argv[1])
             if [ "$via" = adapter ]; then
                 run_adapter "First turn: remember the word ZEBRA-41."
                 [ "$status" = 0 ] || { echo "first turn: exit $status: $(head -c 300 "$err")"; return; }
-                rm -rf "$dump"/*
+                rm -rf "${dump:?}"/*
                 run_adapter "Second turn."
             else
                 run_pipeline "First turn: remember the word ZEBRA-41."
@@ -820,7 +822,7 @@ print(" ".join(next(e for e in json.load(sys.stdin) if e["name"] == sys.argv[1])
                 local id
                 id=$(session_of_first_turn)
                 [ -n "$id" ] || { echo "the first turn named no session"; return; }
-                rm -rf "$dump"/*
+                rm -rf "${dump:?}"/*
                 run_pipeline "Second turn." 600 "$id"
             fi
             [ "$status" = 0 ] && grep -rqs ZEBRA-41 "$dump" ||
@@ -837,6 +839,7 @@ session_of_first_turn() {
     local announced
     announced=$(grep -o 'session id [^:]*' "$err" | head -n 1 | sed 's/session id //')
     [ -n "$announced" ] && { echo "$announced"; return; }
+    # shellcheck disable=SC2090 # only whether stderr_flag is set counts here
     [ -f "$stage/run.ndjson" ] &&
         "$MOOT_BIN/moot-parse-$parser" ${stderr_flag:+--stderr-file "$stage/err"} <"$stage/run.ndjson" 2>/dev/null |
         python3 -c 'import json,sys; print(json.load(sys.stdin)["run"]["session_id"] or "")'
@@ -844,7 +847,7 @@ session_of_first_turn() {
 
 printf '| CLI | path | scenario | result | s |\n|---|---|---|---|---|\n'
 for cli in $CLIS; do
-    keep= stderr_flag= parser_flags= drop_deadline= asks= tools_hide_keys=
+    keep='' stderr_flag='' parser_flags='' drop_deadline='' asks='' tools_hide_keys=''
     setup_"${cli//-/_}"
     installed=1
     for dir in ${path_dirs//:/ }; do [ -d "$dir" ] || installed=0; done

