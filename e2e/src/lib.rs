@@ -57,6 +57,7 @@ fn build_tools() -> PathBuf {
     };
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut build = Command::new(&cargo);
+    without_test_env(&mut build);
     build
         .current_dir(root())
         .args(["test", "--no-run", "--quiet", "--workspace"])
@@ -77,4 +78,31 @@ fn build_tools() -> PathBuf {
         );
     }
     dir
+}
+
+/// Removes what cargo sets for a running test (CARGO_MANIFEST_DIR, CARGO_PKG_*, OUT_DIR, ...)
+/// from the nested build's environment, so it is the outer build's. A build script that reads
+/// one of them (ring's reads CARGO_MANIFEST_DIR) records its value in its fingerprint, so each
+/// test package's value would rebuild ring and everything above it, twice: once here and once
+/// in the next plain `cargo test` (a minute or more per test binary on two cores).
+fn without_test_env(build: &mut Command) {
+    const SET_FOR_TESTS: &[&str] = &[
+        "CARGO_MANIFEST_DIR",
+        "CARGO_MANIFEST_PATH",
+        "CARGO_CRATE_NAME",
+        "CARGO_BIN_NAME",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_TARGET_TMPDIR",
+        "CARGO_RUSTC_CURRENT_DIR",
+        "OUT_DIR",
+    ];
+    for (name, _) in std::env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        if SET_FOR_TESTS.contains(&name)
+            || name.starts_with("CARGO_PKG_")
+            || name.starts_with("CARGO_BIN_EXE_")
+        {
+            build.env_remove(name);
+        }
+    }
 }
