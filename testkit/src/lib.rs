@@ -770,16 +770,17 @@ pub fn verdict(mut envelope: serde_json::Value) -> serde_json::Value {
 /// exactly as it was. Returns the number of streams compared.
 pub fn check_unknown_rows<D: moot::dialect::Dialect>(
     dialect: &str,
-    new: impl Fn() -> D,
+    new: impl Fn() -> D + Sync,
     unknown: &[&str],
 ) -> usize {
-    let mut compared = 0;
-    for case in cases(dialect) {
-        if !case.args.is_empty() {
-            continue;
-        }
+    let plain: Vec<Case> = cases(dialect)
+        .into_iter()
+        .filter(|case| case.args.is_empty())
+        .collect();
+    sum_in_parallel(&plain, |case| {
         let stream = std::fs::read(&case.input).expect("read case input");
         let expected = verdict(envelope_of(new(), &stream, true));
+        let mut compared = 0;
         for at in line_boundaries(&stream) {
             for row in unknown {
                 let mixed = [&stream[..at], row.as_bytes(), b"\n", &stream[at..]].concat();
@@ -792,8 +793,8 @@ pub fn check_unknown_rows<D: moot::dialect::Dialect>(
                 compared += 1;
             }
         }
-    }
-    compared
+        compared
+    })
 }
 
 /// Where to cut a stream: every byte of a short one; in a long one every line boundary, every
@@ -838,20 +839,21 @@ fn is_a_whole_run(prefix: &[u8], ends_a_run: impl Fn(&[u8]) -> bool) -> bool {
 /// byte a whole run. Returns the number of cuts checked.
 pub fn check_truncation<D: moot::dialect::Dialect>(
     dialect: &str,
-    new: impl Fn() -> D,
-    ends_a_run: impl Fn(&[u8]) -> bool,
+    new: impl Fn() -> D + Sync,
+    ends_a_run: impl Fn(&[u8]) -> bool + Sync,
 ) -> usize {
-    let mut checked = 0;
-    let mut captures = 0;
-    for case in cases(dialect) {
-        if !case.name.starts_with("real-") || !case.args.is_empty() {
-            continue;
-        }
+    let real: Vec<Case> = cases(dialect)
+        .into_iter()
+        .filter(|case| case.name.starts_with("real-") && case.args.is_empty())
+        .collect();
+    let captures = std::sync::atomic::AtomicUsize::new(0);
+    let checked = sum_in_parallel(&real, |case| {
         let stream = std::fs::read(&case.input).expect("read case input");
         if !succeeds(new(), &stream, true) {
-            continue;
+            return 0;
         }
-        captures += 1;
+        captures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut checked = 0;
         for cut in cut_points(&stream) {
             let prefix = &stream[..cut];
             if is_a_whole_run(prefix, &ends_a_run) {
@@ -867,12 +869,49 @@ pub fn check_truncation<D: moot::dialect::Dialect>(
                 checked += 1;
             }
         }
-    }
+        checked
+    });
     assert!(
-        captures > 0,
+        captures.into_inner() > 0,
         "no successful real capture under testdata/{dialect}"
     );
     checked
+}
+
+/// The sum of `check` over `cases`, run on every core: the property checks re-read each stream
+/// once per cut or insertion, which is most of `cargo test`'s time on one thread. The largest
+/// cases go first so that no thread is left with one at the end. A failed check's panic is
+/// passed on as it was raised.
+fn sum_in_parallel(cases: &[Case], check: impl Fn(&Case) -> usize + Sync) -> usize {
+    let mut order: Vec<&Case> = cases.iter().collect();
+    order.sort_by_key(|case| {
+        std::cmp::Reverse(std::fs::metadata(&case.input).map_or(0, |m| m.len()))
+    });
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads.min(order.len()))
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut sum = 0;
+                    while let Some(case) =
+                        order.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                    {
+                        sum += check(case);
+                    }
+                    sum
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| {
+                worker
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .sum()
+    })
 }
 
 /// Rows of types the pi family (omp, pi) does not read, shaped like its own and naming, inside,
