@@ -10,7 +10,7 @@ TOOLS := $(notdir $(wildcard bins/*))
 HOST := $(shell rustc -vV | sed -n 's/^host: //p')
 RELEASE := target/$(HOST)/release
 
-.PHONY: all build test lint demo bench install man clean
+.PHONY: all build test test-realcli lint demo bench install man clean
 
 all: build
 
@@ -37,6 +37,12 @@ lint:
 
 test: lint
 	$(CARGO) test --locked --workspace
+
+# The tests that run the pinned real CLIs against the fake model (minutes): every package's
+# `real_cli` test target, which `cargo test` leaves out (`test = false`). Needs
+# scripts/realcli/install.sh first; a missing CLI fails under MOOT_NO_SKIP.
+test-realcli:
+	$(CARGO) test --locked --workspace --test real_cli
 
 demo: build
 	MOOT_BIN=$(RELEASE) sh scripts/demo.sh

@@ -326,3 +326,27 @@ pub fn self_signed(dir: &Path, test: &str) -> Option<(Vec<u8>, Vec<u8>)> {
         }
     }
 }
+
+/// The README's read-only seat pipeline: from its `moot-render omp --readonly-seat` line to its
+/// `moot-parse-omp` line.
+pub fn readme_pipeline() -> String {
+    let readme = std::fs::read_to_string(moot_e2e::root().join("README.md")).unwrap();
+    let start = readme
+        .find("moot-render omp --readonly-seat")
+        .expect("README.md shows the read-only seat pipeline");
+    let rest = &readme[start..];
+    let end = rest.find("moot-parse-omp").unwrap();
+    let line_end = rest[end..].find('\n').unwrap();
+    rest[..end + line_end].to_string()
+}
+
+/// The one envelope a pipeline printed.
+pub fn envelope(output: &std::process::Output) -> serde_json::Value {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "not one envelope ({e}): {stdout} / {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
