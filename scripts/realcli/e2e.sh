@@ -633,12 +633,14 @@ print(" ".join(next(e for e in json.load(sys.stdin) if e["name"] == sys.argv[1])
             ;;
         detach)
             # 300 detached sleepers and one that sleeps forever: none outlives the run.
-            echo "toolcmd for i in \$(seq 300); do setsid sleep 4242.5 </dev/null >/dev/null 2>&1 & done; setsid sh -c 'exec sleep infinity 4243.5' </dev/null >/dev/null 2>&1 & touch detached.txt" >"$scenario_file"
+            # Their durations end in this suite's pid, so that another suite running beside this
+            # one (CI runs the root and the nobody passes at once) neither counts nor kills them.
+            echo "toolcmd for i in \$(seq 300); do setsid sleep 4242.$$ </dev/null >/dev/null 2>&1 & done; setsid sh -c 'exec sleep infinity 4243.$$' </dev/null >/dev/null 2>&1 & touch detached.txt" >"$scenario_file"
             local started=$SECONDS
             $run "Run the tool." 120
             local took=$((SECONDS - started)) left
-            left=$(pgrep -f -c 'sleep (infinity )?424[23]\.5')
-            pkill -f 'sleep (infinity )?424[23]\.5'
+            left=$(pgrep -f -c "^sleep (infinity )?424[23]\\.$$\$")
+            pkill -f "^sleep (infinity )?424[23]\\.$$\$"
             if [ ! -e "$ws/detached.txt" ]; then
                 echo "the command never ran (exit $status): $(head -c 300 "$err")"
             elif [ "$left" != 0 ]; then
