@@ -118,6 +118,18 @@ moot_fresh_reference() {
         printf 'fresh:%s\n' "$moot_suffix"
 }
 
+# moot_resumes: whether a second turn of this runtime resumes its session, as its registry
+# record says (moot-render --list --json prints `"multi_turn": true|false` on a line of its own).
+moot_resumes() {
+    moot_record=$(moot-render --list --json "$moot_runtime") ||
+        moot_die 2 "moot-render cannot describe the runtime $moot_runtime"
+    case $moot_record in
+        *'"multi_turn": true'*) return 0 ;;
+        *'"multi_turn": false'*) return 1 ;;
+        *) moot_die 2 "moot-render --list --json $moot_runtime does not say whether it resumes" ;;
+    esac
+}
+
 # moot_verb_setup: what the verb changes before the run. A start of a runtime that never
 # resumes prints a fresh reference and runs nothing; shell keeps no session at all.
 moot_verb_setup() {
@@ -127,10 +139,9 @@ moot_verb_setup() {
             ;;
         health) ;;
         start)
-            case $moot_runtime in
-                omp | mock) moot_fresh_reference; exit ;;
-                shell) moot_die 2 "start: shell keeps no session (a shell command has none to resume)" ;;
-            esac
+            [ "$moot_runtime" != shell ] ||
+                moot_die 2 "start: shell keeps no session (a shell command has none to resume)"
+            moot_resumes || { moot_fresh_reference; exit; }
             MOSAIC_REQUEST=$MOOT_START_PROMPT
             ;;
         *) moot_die 2 "unknown verb '$moot_verb': give none to deliver MOSAIC_REQUEST, or start, health, validate REF" ;;

@@ -23,9 +23,11 @@ SCENARIOS=${ONLY:-plain shell outside gitplant homeplant nokey envleak homeinsta
 # contract); each applies to the CLIs it names.
 ADAPTER_ONLY=" activity marker tools managed start health "
 # Every registered runtime whose output a parser reads (shell and mock have no CLI to test).
-CLIS=${*:-$("$MOOT_BIN/moot-render" --list --json |
-    python3 -c 'import json, sys; print(" ".join(e["name"] for e in json.load(sys.stdin) if e["parser"]))')}
 work=$(mktemp -d "${TMPDIR:-/tmp}/moot-e2e.XXXXXX") || { echo "e2e: no work directory" >&2; exit 1; }
+# What the registry says of each runtime (moot-render --list --json): its parser and whether a
+# second turn resumes the session.
+"$MOOT_BIN/moot-render" --list --json >"$work/registry.json" || { echo "e2e: moot-render --list failed" >&2; exit 1; }
+CLIS=${*:-$(python3 -c 'import json, sys; print(" ".join(e["name"] for e in json.load(open(sys.argv[1])) if e["parser"]))' "$work/registry.json")}
 # SEAT_USER=USER:GROUP (as root): every seat runs as that user, as the README's root CI recipe
 # says: the stage and the session directories enterable, the staged prompt given to it
 # (moot-render --stage-user), moot-sandbox --user, the worktree writable by its group.
@@ -78,10 +80,16 @@ provider=$(cat "$work/tls.origin")
 [ -n "$provider" ] || { echo "e2e: the fake model's HTTPS did not start: $(head -c 300 "$work/tls.log")" >&2; exit 1; }
 
 # ---- per CLI: where it is, its isolated home and provider config, how to run it
-# Each setup_* exports HOME (and the CLI's own variables) and sets: runtime (moot's name),
-# parser, resumes (1 when a second turn resumes the session); setup_common sets program (the
-# CLI on PATH) and path_dirs from the runtime's install file.
+# Each setup_* exports HOME (and the CLI's own variables); setup_common RUNTIME sets runtime,
+# parser and resumes (1 when a second turn resumes the session) from the registry, and program
+# (the CLI on PATH) and path_dirs from the runtime's install file.
 setup_common() {
+    runtime=$1
+    read -r parser resumes < <(python3 -c '
+import json, sys
+meta = next(e for e in json.load(open(sys.argv[1])) if e["name"] == sys.argv[2])
+print(meta["parser"].removeprefix("moot-parse-"), int(meta["matrix"]["multi_turn"]))' "$work/registry.json" "$1") ||
+        { echo "e2e: $1 is not a registered runtime with a parser" >&2; exit 1; }
     export HOME=$work/home/$1
     mkdir -p "$HOME"
     realcli_layout "$1"
@@ -118,7 +126,7 @@ setup_omp() {
         "$provider" "$provider_key" >"$HOME/.omp/agent/models.yml"
     # omp retries a provider error 10 times with backoff up to minutes by default: one retry.
     printf 'retry:\n  maxRetries: 1\n  baseDelayMs: 200\n' >"$HOME/.omp/agent/config.yml"
-    runtime=omp parser=omp resumes=0 streams=1
+    streams=1
     export MOSAIC_MODEL=fake/fake-model MOOT_OMP_DEFAULT_MODEL=fake/fake-model
 }
 setup_pi() {
@@ -126,12 +134,12 @@ setup_pi() {
     mkdir -p "$HOME/.pi/agent"
     printf '{"providers":{"fake":{"baseUrl":"%s/v1","api":"openai-completions","apiKey":"%s","compat":{"supportsDeveloperRole":false,"supportsReasoningEffort":false},"models":[{"id":"fake-model","name":"Fake Model","contextWindow":128000,"maxTokens":4096}]}}}\n' \
         "$provider" "$provider_key" >"$HOME/.pi/agent/models.json"
-    runtime=pi parser=pi resumes=1 streams=1
+    streams=1
     export PI_OFFLINE=1 MOSAIC_MODEL=fake/fake-model MOOT_PI_DEFAULT_MODEL=fake/fake-model
 }
 setup_claude() {
     setup_common claude
-    runtime=claude parser=claude resumes=1 streams=1
+    streams=1
     # Every adapter run has a session directory, so claude runs as a managed session: its
     # bundle (a settings file that allows the tools, no MCP server) and a tool limit that names
     # the tools --restricted would otherwise remove.
@@ -154,7 +162,6 @@ setup_codex() {
     mkdir -p "$CODEX_HOME"
     printf 'model = "gpt-5.5"\nmodel_provider = "fake"\n[model_providers.fake]\nname = "Fake provider"\nbase_url = "%s/v1"\nwire_api = "responses"\nenv_key = "FAKE_PROVIDER_API_KEY"\nrequest_max_retries = 1\nstream_max_retries = 1\n' \
         "$provider" >"$CODEX_HOME/config.toml"
-    runtime=codex parser=codex resumes=1
     keep=FAKE_PROVIDER_API_KEY
 }
 setup_kimi() {
@@ -163,7 +170,6 @@ setup_kimi() {
     mkdir -p "$KIMI_CODE_HOME"
     printf 'default_model = "fake"\n[providers.fake]\ntype = "kimi"\nbase_url = "%s/v1"\napi_key = "%s"\n[models.fake]\nprovider = "fake"\nmodel = "fake-model"\nmax_context_size = 128000\n' \
         "$provider" "$provider_key" >"$KIMI_CODE_HOME/config.toml"
-    runtime=kimi parser=kimi resumes=1
     # kimi names its session and its fatal error only on stderr, and how its answer ended only
     # in its session store.
     # shellcheck disable=SC2089 # text the README pipeline gets (sed), never run as words
@@ -177,7 +183,6 @@ setup_kimi_cli() {
     mkdir -p "$HOME/.kimi"
     printf 'default_model = "fake"\ntelemetry = false\n[providers.fake]\ntype = "kimi"\nbase_url = "%s/v1"\napi_key = "%s"\n[models.fake]\nprovider = "fake"\nmodel = "fake-model"\nmax_context_size = 128000\n' \
         "$provider" "$provider_key" >"$HOME/.kimi/config.toml"
-    runtime=kimi-cli parser=kimi resumes=1
     # shellcheck disable=SC2089 # text the README pipeline gets (sed), never run as words
     stderr_flag='--stderr-file "$stage/err"'
     parser_flags=--require-result
@@ -190,7 +195,6 @@ setup_opencode() {
     mkdir -p "$HOME/.config/opencode" "$HOME/.local/share" "$HOME/.local/state" "$HOME/.cache"
     printf '{"autoupdate":false,"share":"disabled","model":"fake/fake-model","provider":{"fake":{"npm":"@ai-sdk/openai-compatible","name":"Fake provider","options":{"baseURL":"%s/v1","apiKey":"%s"},"models":{"fake-model":{"name":"Fake Model","limit":{"context":128000,"output":4096}}}}}}\n' \
         "$provider" "$provider_key" >"$HOME/.config/opencode/opencode.json"
-    runtime=opencode parser=opencode resumes=1
     export OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_MODELS_FETCH=1
     export OPENCODE_DISABLE_LSP_DOWNLOAD=1 OPENCODE_DISABLE_DEFAULT_PLUGINS=1 OPENCODE_DISABLE_SHARE=1
     export MOSAIC_MODEL=fake/fake-model

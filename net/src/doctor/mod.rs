@@ -430,7 +430,7 @@ fn absolute(path: &Path) -> Result<PathBuf> {
 impl Bench<'_> {
     fn scenario(&self, scenario: &'static Scenario) -> ScenarioReport {
         let started = Instant::now();
-        let expected = scenario::expected(self.certify, scenario);
+        let expected = scenario::expected(self.meta, self.certify, scenario);
         let observed = if expected == NOT_APPLICABLE {
             "-".to_string()
         } else {

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use moot::envelope::ErrorClass;
-use moot::model::Certify;
+use moot::model::{Certify, Meta};
 
 /// One scenario: what the fake model does, and what moot must conclude.
 #[derive(Debug, Clone, Copy)]
@@ -119,9 +119,9 @@ pub fn find(name: &str) -> Option<&'static Scenario> {
 }
 
 /// What `certify`'s CLI must make of `scenario`: its own verdict where it differs, else the
-/// default; `n/a` for a resume the runtime never does.
-pub fn expected(certify: &Certify, scenario: &Scenario) -> &'static str {
-    if scenario.check == Check::Resumes && !certify.resumes {
+/// default; `n/a` for a resume the runtime never does (its record is not `multi_turn`).
+pub fn expected(meta: &Meta, certify: &Certify, scenario: &Scenario) -> &'static str {
+    if scenario.check == Check::Resumes && !meta.matrix.multi_turn {
         return NOT_APPLICABLE;
     }
     certify

@@ -18,8 +18,6 @@ pub struct Certify {
     /// Writes the CLI's configuration under a private, empty HOME so that it talks to the model
     /// at `origin` (`http://127.0.0.1:PORT`) only, and says how to run it there.
     pub fake_home: fn(home: &Path, origin: &str) -> io::Result<FakeHome>,
-    /// A second run resumes the first one's session (omp never resumes headless).
-    pub resumes: bool,
     /// Scenarios whose verdict on the pinned CLI differs from the doctor's default, as
     /// `(scenario, expected verdict)` in the doctor's notation (`ok`, `fail:<class>`, classes
     /// joined by `|` when either is right). net/src/doctor/ checks every name and verdict here.

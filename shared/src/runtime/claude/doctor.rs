@@ -10,7 +10,6 @@ pub static CERTIFY: Certify = Certify {
     version_args: &["--version"],
     install: include_str!("claude.install"),
     fake_home,
-    resumes: true,
     differs: &[
         // Claude Code retries a dropped stream without streaming and gets the whole answer.
         ("drop", "ok"),

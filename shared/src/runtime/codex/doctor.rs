@@ -11,7 +11,6 @@ pub static CERTIFY: Certify = Certify {
     version_args: &["--version"],
     install: include_str!("codex.install"),
     fake_home,
-    resumes: true,
     differs: &[
         // codex retries a stream that stopped without response.completed, then gives up.
         ("drop", "fail:retry_exhausted"),

@@ -17,7 +17,6 @@ pub static KIMI: Certify = Certify {
     version_args: &["--version"],
     install: include_str!("kimi-code.install"),
     fake_home: kimi_code_home,
-    resumes: true,
     differs: &[
         // Kimi Code retries an empty answer as a provider failure, and gives up.
         ("empty", "fail:retry_exhausted"),
@@ -30,7 +29,6 @@ pub static KIMI_CLI: Certify = Certify {
     version_args: &["--version"],
     install: include_str!("kimi-cli.install"),
     fake_home: kimi_cli_home,
-    resumes: true,
     differs: &[
         // kimi-cli records nowhere that its answer was cut: the missing gitmoot_result is the
         // only proof, so moot fails a length cut as no_result.

@@ -12,7 +12,6 @@ pub static CERTIFY: Certify = Certify {
     install: include_str!("omp.install"),
     fake_home,
     // omp's --resume re-roots the run in the resumed session's cwd: moot never resumes it.
-    resumes: false,
     differs: &[
         // omp retries an empty answer as a provider failure, and gives up after its one retry.
         ("empty", "fail:retry_exhausted"),

@@ -12,7 +12,6 @@ pub static CERTIFY: Certify = Certify {
     version_args: &["--version"],
     install: include_str!("opencode.install"),
     fake_home,
-    resumes: true,
     differs: &[
         // A dropped stream makes opencode start its next step at once, forever: the deadline
         // ends the run (FakeHome::drop_deadline), and moot fails it on the process outcome.

@@ -11,7 +11,6 @@ pub static CERTIFY: Certify = Certify {
     version_args: &["--version"],
     install: include_str!("pi.install"),
     fake_home,
-    resumes: true,
     differs: &[],
     plants: repo_plants!("pi":
         ".pi/extensions/evil.ts",
