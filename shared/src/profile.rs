@@ -20,9 +20,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context};
 
-use crate::exec::resolve_program;
 use crate::model::{Access, Needs, Place, PROXY_VARS};
 use crate::private_state::{read_operator_file, Carried, PrivateState};
+use crate::program::resolve_program;
 use crate::seat_proxy::{self, SeatProxy};
 
 /// A declared place on this machine: where it is, and making it when the CLI would.
@@ -187,7 +187,7 @@ impl fmt::Display for Profile {
 }
 
 fn shell_word(path: &Path) -> String {
-    crate::render::sh_quote(&path.to_string_lossy())
+    crate::shell_quote::sh_quote(&path.to_string_lossy())
 }
 
 /// Derives the profile of a CLI whose program resolves to `program`, for a runtime that

@@ -23,6 +23,7 @@ use crate::model::{
     OnUnknown, Plan, Policy, Refusal, Selector, Staged,
 };
 use crate::registry::{self, Entry};
+use crate::shell_quote::sh_quote;
 use crate::stage::{self, Route, StagePlan};
 
 /// Exit status of a refusal: bad input, nothing staged.
@@ -307,7 +308,7 @@ fn list(tool: &str, args: &RenderArgs) -> anyhow::Result<ExitCode> {
             Entry::new(
                 meta,
                 |name| nonblank(std::env::var(name).ok().as_deref()),
-                |exe| crate::exec::find_on_path(exe).map(|p| p.display().to_string()),
+                |exe| crate::program::find_on_path(exe).map(|p| p.display().to_string()),
             )
         })
         .collect();
@@ -1019,38 +1020,6 @@ pub fn payload(output: &Output, format: Format) -> Vec<u8> {
     }
 }
 
-/// Quotes one word for a POSIX shell, on one line: bare when it is plainly safe, in single
-/// quotes otherwise, and as `$'...'` (POSIX.1-2024, bash, zsh, ksh) when it holds control
-/// characters such as newlines, so the whole argv stays one line.
-pub fn sh_quote(word: &str) -> String {
-    let safe = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
-    if !word.is_empty() && word.chars().all(safe) {
-        return word.to_string();
-    }
-    if !word.chars().any(char::is_control) {
-        return format!("'{}'", word.replace('\'', r"'\''"));
-    }
-    let mut quoted = String::from("$'");
-    for c in word.chars() {
-        match c {
-            '\\' => quoted.push_str(r"\\"),
-            '\'' => quoted.push_str(r"\'"),
-            '\n' => quoted.push_str(r"\n"),
-            '\t' => quoted.push_str(r"\t"),
-            '\r' => quoted.push_str(r"\r"),
-            c if c.is_control() => {
-                let mut buf = [0u8; 4];
-                for byte in c.encode_utf8(&mut buf).bytes() {
-                    quoted.push_str(&format!("\\x{byte:02x}"));
-                }
-            }
-            c => quoted.push(c),
-        }
-    }
-    quoted.push('\'');
-    quoted
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1105,17 +1074,6 @@ mod tests {
             .err()
             .unwrap();
         assert_eq!(error.kind(), clap::error::ErrorKind::ArgumentConflict);
-    }
-
-    #[test]
-    fn shell_quoting_stays_on_one_line() {
-        assert_eq!(sh_quote("--mode=json"), "--mode=json");
-        assert_eq!(sh_quote("@/tmp/x/prompt.md"), "@/tmp/x/prompt.md");
-        assert_eq!(sh_quote(""), "''");
-        assert_eq!(sh_quote("review this"), "'review this'");
-        assert_eq!(sh_quote("it's $HOME"), r"'it'\''s $HOME'");
-        assert_eq!(sh_quote("a\nb\t'c'\\\u{7}"), r"$'a\nb\t\'c\'\\\x07'");
-        assert_eq!(sh_quote("é"), "'é'");
     }
 
     #[test]

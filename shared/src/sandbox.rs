@@ -37,11 +37,11 @@ use nix::sys::prctl;
 use nix::unistd::geteuid;
 use serde::{Deserialize, Serialize};
 
-use crate::exec::{resolve_program, Unresolved};
 use crate::model::PROXY_VARS;
 use crate::outcome::{EXIT_CANNOT_INVOKE, EXIT_NOT_FOUND};
 use crate::privilege::{self, CapSets, Identity};
 use crate::profile::{self, Profile};
+use crate::program::{resolve_program, Unresolved};
 use crate::registry;
 use crate::report;
 use crate::seat_proxy::{self, SeatProxy};

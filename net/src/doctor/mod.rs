@@ -194,7 +194,7 @@ fn choose(args: &DoctorArgs) -> Result<Vec<(&'static Meta, &'static Certify)>, S
             return Err("--program needs the RUNTIME it is a CLI of".into());
         }
         let found: Vec<_> = certifiable()
-            .filter(|(meta, _)| moot::exec::find_on_path(meta.executable).is_some())
+            .filter(|(meta, _)| moot::program::find_on_path(meta.executable).is_some())
             .collect();
         if found.is_empty() {
             let names: Vec<&str> = certifiable().map(|(m, _)| m.executable).collect();
@@ -312,9 +312,9 @@ fn certify_into(
     report: &mut RuntimeReport,
 ) -> Result<()> {
     let program = match &args.program {
-        Some(path) => moot::exec::resolve_program(path.as_os_str(), None)
+        Some(path) => moot::program::resolve_program(path.as_os_str(), None)
             .with_context(|| format!("--program {}", path.display()))?,
-        None => moot::exec::find_on_path(meta.executable).with_context(|| {
+        None => moot::program::find_on_path(meta.executable).with_context(|| {
             format!(
                 "{} is not on PATH (or name it with --program)",
                 meta.executable

@@ -30,7 +30,7 @@ pub fn tool(name: &str) -> Result<PathBuf> {
     if let Some(path) = beside.filter(|p| p.is_file()) {
         return Ok(path);
     }
-    moot::exec::find_on_path(name).with_context(|| {
+    moot::program::find_on_path(name).with_context(|| {
         format!("{name}: not found beside moot-doctor nor on PATH; install the moot tools together")
     })
 }
