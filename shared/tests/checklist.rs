@@ -111,13 +111,20 @@ fn missing(meta: &Meta) -> Vec<String> {
 fn install_file_gaps(meta: &Meta, certify: &moot::model::Certify) -> Vec<String> {
     let mut gaps = Vec::new();
     for key in [
-        "CLI", "RUNTIME", "DIR", "FROM", "PACKAGE", "PINNED", "PROGRAM",
+        "CLI",
+        "RUNTIME",
+        "DIR",
+        "FROM",
+        "PACKAGE",
+        "PINNED",
+        "PROGRAM",
+        "SHELL_TOOLS",
     ] {
         if certify.install_field(key).is_none_or(str::is_empty) {
             gaps.push(format!("{key}= in its install file"));
         }
     }
-    for key in ["WITH", "PATH_DIRS"] {
+    for key in ["WITH", "PATH_DIRS", "READ_TOOLS"] {
         if certify.install_field(key).is_none() {
             gaps.push(format!("{key}= (empty when none) in its install file"));
         }
@@ -127,6 +134,23 @@ fn install_file_gaps(meta: &Meta, certify: &moot::model::Certify) -> Vec<String>
     }
     if !matches!(certify.install_field("FROM"), Some("npm" | "pypi")) {
         gaps.push("FROM=npm or FROM=pypi in its install file".into());
+    }
+    if !matches!(
+        certify.install_field("WIRE"),
+        Some("chat" | "anthropic" | "responses")
+    ) {
+        gaps.push("WIRE=chat, anthropic or responses in its install file".into());
+    }
+    if !root()
+        .join("testdata/requests")
+        .join(meta.name)
+        .join("first.json")
+        .is_file()
+    {
+        gaps.push(format!(
+            "the requests it sends its model in testdata/requests/{}/ (testdata/requests/README.md)",
+            meta.name
+        ));
     }
     let pinned = certify.pinned().split('.').collect::<Vec<_>>();
     if pinned.len() != 3 || pinned.iter().any(|n| n.parse::<u32>().is_err()) {

@@ -1,8 +1,8 @@
 //! The wire formats checked against what the real CLIs sent and were answered.
 //!
-//! testdata/requests/<cli>/ holds two request bodies each real CLI sent to
-//! scripts/realcli/fake_provider.py (its first model call, and the call carrying a tool result)
-//! and that server's replies, which the CLI accepted in the end-to-end runs (testdata/requests/
+//! testdata/requests/<cli>/ holds two request bodies each real CLI sent to its fake model
+//! (its first model call, and the call carrying a tool result) and scripts/realcli/fake_provider.py's
+//! replies to them, which the CLI accepted in the end-to-end runs (testdata/requests/
 //! README.md says how they were captured). Each body must be recognised as the CLI's wire API
 //! asks, and this server's reply must be the accepted one, event for event, up to ids, clocks and
 //! token counts.
@@ -19,15 +19,30 @@ use super::scenario::{Scenario, Texts};
 use super::server::{classify, encode};
 use super::sse::{parse_frames, parse_sse, wire_text, Reply, Script, Stamp};
 
-/// The wire API each captured CLI speaks, and the shell tool it offers.
-const CLIS: &[(&str, Api, &str)] = &[
-    ("claude", Api::Anthropic, "Bash"),
-    ("codex", Api::Responses, "exec_command"),
-    ("kimi", Api::Chat, "Bash"),
-    ("kimi-cli", Api::Chat, "Shell"),
-    ("omp", Api::Chat, "bash"),
-    ("pi", Api::Chat, "bash"),
-];
+/// Every registered CLI (by runtime name, its directory under testdata/requests/), the wire API
+/// it speaks and the shell tool its pinned version offers, from its install file
+/// (`WIRE`, the first of `SHELL_TOOLS`), sorted by name.
+fn clis() -> Vec<(&'static str, Api, &'static str)> {
+    let mut clis: Vec<_> = moot::registry::all()
+        .iter()
+        .filter_map(|meta| {
+            let certify = meta.doctor?;
+            let api = match certify.install_field("WIRE")? {
+                "chat" => Api::Chat,
+                "anthropic" => Api::Anthropic,
+                "responses" => Api::Responses,
+                other => panic!("{}: WIRE={other}", meta.name),
+            };
+            let shell = certify
+                .install_field("SHELL_TOOLS")?
+                .split_whitespace()
+                .next()?;
+            Some((meta.name, api, shell))
+        })
+        .collect();
+    clis.sort_by_key(|(name, ..)| *name);
+    clis
+}
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/requests")
@@ -90,13 +105,13 @@ fn every_capture_directory_is_a_known_cli() {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     found.sort();
-    let known: Vec<&str> = CLIS.iter().map(|(cli, ..)| *cli).collect();
+    let known: Vec<&str> = clis().iter().map(|(cli, ..)| *cli).collect();
     assert_eq!(found, known);
 }
 
 #[test]
 fn each_cli_request_is_recognised() {
-    for (cli, api, shell) in CLIS {
+    for (cli, api, shell) in &clis() {
         let first = Capture::load(cli, "first");
         let after = Capture::load(cli, "after-tool");
         for capture in [&first, &after] {
@@ -132,7 +147,7 @@ fn the_tool_scenario_calls_the_cli_shell_then_answers() {
         };
         planner.plan(&Scenario::Tool, &capture.call(), 0)
     };
-    for (cli, _, shell) in CLIS {
+    for (cli, _, shell) in &clis() {
         match planner_plan(&Capture::load(cli, "first")) {
             Plan::Tool { call, .. } => {
                 assert_eq!(call.name, *shell, "{cli}");
@@ -236,7 +251,7 @@ fn normalised(frames: &[(Option<String>, Value)]) -> Vec<(Option<String>, Value)
 #[test]
 fn each_reply_is_the_one_the_cli_accepted() {
     let mut compared = 0;
-    for (cli, ..) in CLIS {
+    for (cli, ..) in &clis() {
         for ((body, scenario), python) in accepted(cli) {
             let ours = json_frames(parse_frames(&Capture::load(cli, &body).script(&scenario)));
             let theirs = json_frames(parse_sse(&python));
@@ -250,7 +265,7 @@ fn each_reply_is_the_one_the_cli_accepted() {
             compared += 1;
         }
     }
-    assert_eq!(compared, CLIS.len() * 6);
+    assert_eq!(compared, clis().len() * 6);
 }
 
 /// Every scenario a model call can stream.
@@ -355,7 +370,7 @@ fn check_responses(frames: &[(Option<String>, Value)], at: &str) {
 
 #[test]
 fn every_streamed_scenario_has_the_event_shape_its_api_requires() {
-    for (cli, api, _) in CLIS {
+    for (cli, api, _) in &clis() {
         for body in ["first", "after-tool"] {
             let capture = Capture::load(cli, body);
             for scenario in STREAMED {
@@ -377,7 +392,7 @@ fn every_streamed_scenario_has_the_event_shape_its_api_requires() {
 #[test]
 fn a_dropped_stream_is_cut_after_a_few_deltas_with_no_terminator() {
     let terminators = ["[DONE]", "message_stop", "response.completed"];
-    for (cli, ..) in CLIS {
+    for (cli, ..) in &clis() {
         let (text, cut) = wire_text(&Capture::load(cli, "first").script("drop"));
         assert!(cut, "{cli}");
         for terminator in terminators {
@@ -404,7 +419,7 @@ fn errors_carry_the_status_and_body_each_api_defines() {
         ("overloaded", 503, "server_overloaded", "overloaded_error"),
         ("retry", 429, "rate_limit_exceeded", "rate_limit_error"),
     ];
-    for (cli, api, _) in CLIS {
+    for (cli, api, _) in &clis() {
         let capture = Capture::load(cli, "first");
         for (scenario, status, openai, anthropic) in expect {
             let Reply::Json { status: got, body } = capture.reply(scenario) else {
@@ -429,7 +444,7 @@ fn errors_carry_the_status_and_body_each_api_defines() {
 
 #[test]
 fn a_request_without_stream_gets_one_json_answer() {
-    for (cli, api, _) in CLIS {
+    for (cli, api, _) in &clis() {
         let mut capture = Capture::load(cli, "first");
         capture.body["stream"] = json!(false);
         let Reply::Json { status: 200, body } = capture.reply("length") else {

@@ -4,6 +4,8 @@
 //! sends fields the others do not, and the planner needs only a few of them (the tools offered,
 //! whether a tool result is back, the stream flag), whatever else comes along.
 
+use std::sync::OnceLock;
+
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
@@ -359,7 +361,7 @@ impl Planner {
             kind,
             idx,
         };
-        if let Some((name, schema)) = find(SHELL_NAMES) {
+        if let Some((name, schema)) = find(shell_names()) {
             if name == "local_shell" {
                 return Some(call(
                     name,
@@ -369,7 +371,7 @@ impl Planner {
             }
             return Some(call(name, shell_args(schema, command), ToolKind::Function));
         }
-        if let Some((name, schema)) = find(READ_NAMES) {
+        if let Some((name, schema)) = find(read_names()) {
             return Some(call(name, self.read_args(schema), ToolKind::Function));
         }
         let first = tools
@@ -398,21 +400,32 @@ impl Planner {
     }
 }
 
-/// Shell-like tool names across the CLIs, in the order they are preferred.
-const SHELL_NAMES: &[&str] = &[
-    "bash",
-    "Bash",
-    "shell",
-    "Shell",
-    "exec_command",
-    "shell_command",
-    "run_shell_command",
-    "run_command",
-    "execute_command",
-    "local_shell",
-];
-/// Read-like tool names, used when no shell is offered.
-const READ_NAMES: &[&str] = &["read", "Read", "ReadFile", "read_file", "view"];
+/// The tools the registered CLIs run a command with (`SHELL_TOOLS` of each install file), in
+/// registry order and each CLI's own order of preference.
+fn shell_names() -> &'static [&'static str] {
+    static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
+    NAMES.get_or_init(|| tool_names("SHELL_TOOLS"))
+}
+
+/// The tools they read a file with (`READ_TOOLS`), used when no shell is offered.
+fn read_names() -> &'static [&'static str] {
+    static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
+    NAMES.get_or_init(|| tool_names("READ_TOOLS"))
+}
+
+fn tool_names(key: &str) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = Vec::new();
+    let listed = moot::registry::all()
+        .iter()
+        .filter_map(|meta| meta.doctor?.install_field(key))
+        .flat_map(str::split_whitespace);
+    for name in listed {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
 
 /// A tool definition's name and parameter schema, in any of the three wire formats.
 pub fn tool_name_and_schema(tool: &Value) -> (Option<&str>, &Value) {
