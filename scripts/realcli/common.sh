@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Shared helpers for run_<cli>.sh.  Source it; do not execute it.
-# Everything talks only to the fake provider on 127.0.0.1:$FAKE_PORT.
+# Everything talks only to the fake model on 127.0.0.1:$FAKE_PORT.
 set -u
 
 REALCLI_DIR=${REALCLI_DIR:-${TMPDIR:-/tmp}/moot-realcli}          # where CLIs are installed (one dir per CLI)
@@ -28,21 +28,34 @@ prepare_ws() {  # fresh workspace for every capture (tool runs may have written 
   printf 'notes\n' > "$WS/notes.txt"
 }
 
+# The fake model is moot-doctor's (net/src/fake_model/, `moot-doctor --serve`); MOOT_BIN names the
+# directory of the built tools (default: the workspace's target/debug).  A run script sets
+# FAKE_RETRY_FAILS, FAKE_RETRY_THEN or FAKE_LEGACY_RESULT=1 for the server it starts next.
+MOOT_BIN=${MOOT_BIN:-$SCRIPT_DIR/../../target/debug}
+
 start_fake() {
   if curl -s -m 2 "http://127.0.0.1:$FAKE_PORT/health" >/dev/null 2>&1; then
     echo "[common] port $FAKE_PORT is already in use; stop that server or set FAKE_PORT" >&2
     exit 1
   fi
+  [ -x "$MOOT_BIN/moot-doctor" ] || {
+    echo "[common] no moot-doctor in $MOOT_BIN: run cargo build, or set MOOT_BIN" >&2
+    exit 1
+  }
   mkdir -p "$(dirname "$FAKE_LOG")"
-  "$PYTHON" "$SCRIPT_DIR/fake_provider.py" --port "$FAKE_PORT" \
-      --scenario-file "$FAKE_SCENARIO_FILE" --log "$FAKE_LOG" >"$REALCLI_DIR/fake.$FAKE_PORT.out" 2>&1 &
+  local extra=()
+  [ -n "${FAKE_RETRY_FAILS:-}" ] && extra+=(--retry-fails "$FAKE_RETRY_FAILS")
+  [ -n "${FAKE_RETRY_THEN:-}" ] && extra+=(--retry-then "$FAKE_RETRY_THEN")
+  [ -n "${FAKE_LEGACY_RESULT:-}" ] && extra+=(--legacy-result)
+  "$MOOT_BIN/moot-doctor" --serve --port "$FAKE_PORT" --scenario-file "$FAKE_SCENARIO_FILE" \
+      --log "$FAKE_LOG" "${extra[@]}" >"$REALCLI_DIR/fake.$FAKE_PORT.out" 2>&1 &
   FAKE_PID=$!
   for _ in $(seq 1 50); do
     curl -s -m 1 "http://127.0.0.1:$FAKE_PORT/health" >/dev/null 2>&1 && break
     sleep 0.1
   done
   trap stop_fake EXIT
-  echo "[common] fake provider pid $FAKE_PID on 127.0.0.1:$FAKE_PORT" >&2
+  echo "[common] fake model pid $FAKE_PID on 127.0.0.1:$FAKE_PORT" >&2
 }
 
 stop_fake() {
@@ -137,7 +150,7 @@ capture_kill() {
     if [ "${KILL_AFTER_REQUEST_SECONDS:-}" != "" ]; then
       # N seconds after the CLI's first model request reached the fake provider
       # (robust against slow CLI start-up, unlike KILL_AFTER_SECONDS)
-      if [ -z "$treq" ] && tail -n +$((log0+1)) "$FAKE_LOG" 2>/dev/null | grep -q '"method": "POST"'; then
+      if [ -z "$treq" ] && tail -n +$((log0+1)) "$FAKE_LOG" 2>/dev/null | grep -q '"method":"POST"'; then
         treq=$(date +%s%N)
       fi
       if [ -n "$treq" ]; then
@@ -159,6 +172,13 @@ capture_kill() {
   wait "$pid"; local rc=$?
   echo "$rc" > "$outdir/$name.exit"
   echo "[capture_kill] $name exit=$rc stdout=$(wc -c <"$out")B" >&2
+}
+
+first_field() {  # first_field <ndjson> <key>: the key of the file's first line, empty when absent
+  [ -s "$1" ] || return 0
+  head -1 "$1" | "$PYTHON" -c 'import json,sys
+try: print(json.load(sys.stdin).get(sys.argv[1], ""))
+except ValueError: pass' "$2"
 }
 
 make_big_prompt() {  # make_big_prompt <path> <KiB>

@@ -66,7 +66,7 @@ KILL_AFTER_PATTERN='"item.completed"' capture_kill "$OUT" kill-after-first-item 
 
 # session + resume: codex exec resume <thread_id>
 capture "$OUT" session-first    60 plain      -- $X -- "$P"
-SID=$(head -1 "$OUT/session-first.stdout.ndjson" | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin).get("thread_id",""))')
+SID=$(first_field "$OUT/session-first.stdout.ndjson" thread_id)
 echo "$SID" > "$OUT/session-first.session-id"
 capture "$OUT" session-resume   60 plain      -- $CODEX exec resume --json --skip-git-repo-check "$SID" "Now say it again."
 

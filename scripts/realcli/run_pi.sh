@@ -53,7 +53,7 @@ KILL_AFTER_PATTERN='"text_delta"' capture_kill "$OUT" kill-midstream 60 slow -- 
 # session + resume: first run saves a session, second run continues it by id.
 SESS_DIR=$REALCLI_DIR/pi/sessions; rm -rf "$SESS_DIR"; mkdir -p "$SESS_DIR"
 capture "$OUT" session-first    60 plain      -- $PI --session-dir "$SESS_DIR" "$P"
-SID=$(head -1 "$OUT/session-first.stdout.ndjson" | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin).get("id",""))')
+SID=$(first_field "$OUT/session-first.stdout.ndjson" id)
 echo "$SID" > "$OUT/session-first.session-id"
 capture "$OUT" session-resume   60 plain      -- $PI --session-dir "$SESS_DIR" --session "$SID" "Now say it again."
 

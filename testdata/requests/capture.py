@@ -3,24 +3,23 @@
 
     capture.py CLI DUMP_DIR...
 
-DUMP_DIR holds the bodies scripts/realcli/fake_provider.py wrote with --dump-dir while the CLI
+DUMP_DIR holds the bodies the fake model (`moot-doctor --serve --dump-dir`) wrote while the CLI
 ran a tool scenario (e2e.sh's `shell`). Writes CLI/first.json (the first model call: tools
 offered, no tool result yet) and CLI/after-tool.json (the call carrying the tool result), with
 every string longer than 400 characters cut (system prompts and tool descriptions: the shapes
-stay, the bulk goes), then asks fake_provider.py to answer each for every scenario in REPLIES and
-keeps its replies as CLI/<body>.<scenario>.sse: what the real CLI was answered and accepted.
+stay, the bulk goes), then asks the same fake model to answer each for every scenario in REPLIES
+and keeps its replies as CLI/<body>.<scenario>.sse: what the real CLI was answered and accepted.
+MOOT_BIN names the directory of the built tools (default: the workspace's target/debug).
 """
 import glob
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROVIDER = os.path.join(HERE, "..", "..", "scripts", "realcli", "fake_provider.py")
+MOOT_BIN = os.environ.get("MOOT_BIN") or os.path.join(HERE, "..", "..", "target", "debug")
 LIMIT = 400
 REPLIES = {"first": ["plain", "tool", "length", "thinking", "empty"], "after-tool": ["tool"]}
 ROUTES = {"chat_completions": "chat/completions", "messages": "messages", "responses": "responses"}
@@ -57,19 +56,19 @@ def main():
     cli, dump_dirs = sys.argv[1], sys.argv[2:]
     out = os.path.join(HERE, cli)
     os.makedirs(out, exist_ok=True)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, PROVIDER, "--port", str(port)])
+    server = subprocess.Popen([os.path.join(MOOT_BIN, "moot-doctor"), "--serve"],
+                              stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(1)
+        origin = server.stdout.readline().strip()  # printed once the server listens
+        if not origin.startswith("http://127.0.0.1:"):
+            sys.exit("capture.py: moot-doctor --serve did not start (is MOOT_BIN right?)")
         for name, (route, body) in sorted(pick(dump_dirs).items()):
             body = trim(body)
             with open(os.path.join(out, name + ".json"), "w") as f:
                 json.dump({"route": ROUTES[route], "body": body}, f, indent=1)
                 f.write("\n")
             for scenario in REPLIES[name]:
-                url = "http://127.0.0.1:%d/s/%s/v1/%s" % (port, scenario, ROUTES[route])
+                url = "%s/s/%s/v1/%s" % (origin, scenario, ROUTES[route])
                 request = urllib.request.Request(url, json.dumps(body).encode(),
                                                  {"content-type": "application/json"})
                 with urllib.request.urlopen(request) as reply:

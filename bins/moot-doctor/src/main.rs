@@ -29,7 +29,7 @@ struct Cli {
 
 const USAGE: &str = "moot-doctor [OPTIONS] [RUNTIME...]
        moot-doctor --program PATH [OPTIONS] RUNTIME
-       moot-doctor --serve [--port N] [--scenario-file F] [--dump-dir D] [--log F]";
+       moot-doctor --serve [--port N] [--scenario-file F] [--dump-dir D] [--log F] [--retry-fails N]";
 
 const EXAMPLES: &str = "\
 Exit status: 0 every scenario matched; 1 a scenario differed (a line on stderr names it, expected

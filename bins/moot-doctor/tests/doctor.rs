@@ -90,6 +90,8 @@ fn usage_errors_exit_2_with_one_line() {
         vec!["--bogus"],
         vec!["--port", "1", "codex"],
         vec!["--serve", "codex"],
+        vec!["--legacy-result", "codex"],
+        vec!["--serve", "--retry-then", "nosuch"],
         vec!["--deadline", "soon", "codex"],
     ] {
         let out = doctor().args(&args).output().unwrap();
@@ -396,15 +398,12 @@ fn codex_pinned() -> &'static str {
     meta.doctor.unwrap().pinned()
 }
 
-#[test]
-fn serve_prints_the_origin_once_it_listens_and_answers_there() {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("scenario");
-    fs::write(&scenario, "plain\n").unwrap();
+/// `moot-doctor --serve ARGS...`, and the address it printed once it listened.
+fn serve(args: &[&std::ffi::OsStr]) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
     let mut server = doctor()
-        .args(["--serve", "--scenario-file"])
-        .arg(&scenario)
+        .arg("--serve")
+        .args(args)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -412,9 +411,14 @@ fn serve_prints_the_origin_once_it_listens_and_answers_there() {
     BufReader::new(server.stdout.take().unwrap())
         .read_line(&mut origin)
         .unwrap();
-    let origin = origin.trim().to_string();
-    let address = origin.strip_prefix("http://").unwrap();
+    let address = origin.trim().strip_prefix("http://").unwrap_or_default();
     assert!(address.starts_with("127.0.0.1:"), "{origin}");
+    (server, address.to_string())
+}
+
+/// One chat completions call to the server at `address`: the whole HTTP answer.
+fn chat(address: &str) -> String {
+    use std::io::{Read, Write};
     let body = r#"{"model":"fake-model","messages":[{"role":"user","content":"hi"}]}"#;
     let mut stream = std::net::TcpStream::connect(address).unwrap();
     write!(
@@ -426,8 +430,51 @@ fn serve_prints_the_origin_once_it_listens_and_answers_there() {
     .unwrap();
     let mut answer = String::new();
     stream.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+#[test]
+fn serve_prints_the_origin_once_it_listens_and_answers_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("scenario");
+    fs::write(&scenario, "plain\n").unwrap();
+    let (mut server, address) = serve(&["--scenario-file".as_ref(), scenario.as_os_str()]);
+    let answer = chat(&address);
     server.kill().unwrap();
     server.wait().unwrap();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains("gitmoot_result"), "{answer}");
+    assert!(answer.contains(r#"\"decision\":\"approved\""#), "{answer}");
+}
+
+#[test]
+fn serve_fails_as_many_calls_as_asked_then_recovers_into_the_scenario_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("scenario");
+    fs::write(&scenario, "retry\n").unwrap();
+    let flags = [
+        "--retry-fails",
+        "2",
+        "--retry-then",
+        "length",
+        "--legacy-result",
+    ];
+    let mut args: Vec<&std::ffi::OsStr> = flags.iter().map(|f| f.as_ref()).collect();
+    args.extend(["--scenario-file".as_ref(), scenario.as_os_str()]);
+    let (mut server, address) = serve(&args);
+    let answers: Vec<String> = (0..3).map(|_| chat(&address)).collect();
+    fs::write(&scenario, "plain\n").unwrap();
+    let plain = chat(&address);
+    server.kill().unwrap();
+    server.wait().unwrap();
+    for answer in &answers[..2] {
+        assert!(answer.starts_with("HTTP/1.1 429"), "{answer}");
+    }
+    assert!(answers[2].starts_with("HTTP/1.1 200"), "{}", answers[2]);
+    assert!(
+        answers[2].contains(r#""finish_reason":"length""#),
+        "{}",
+        answers[2]
+    );
+    assert!(plain.contains(r#"{\"status\":\"ok\""#), "{plain}");
 }

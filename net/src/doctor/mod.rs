@@ -98,12 +98,26 @@ pub struct DoctorArgs {
     /// credential proxy sees which key arrived.
     #[arg(long, value_name = "FILE")]
     pub require_key_file: Option<PathBuf>,
+
+    /// With --serve: how many model calls the retry and retry500 scenarios fail before they
+    /// recover (default: 1).
+    #[arg(long, value_name = "N")]
+    pub retry_fails: Option<u32>,
+
+    /// With --serve: the scenario retry and retry500 recover into (default: plain).
+    #[arg(long, value_name = "SCENARIO")]
+    pub retry_then: Option<String>,
+
+    /// With --serve: answer with the legacy {"status":"ok"} gitmoot_result, which moot's
+    /// parsers refuse as invalid.
+    #[arg(long)]
+    pub legacy_result: bool,
 }
 
 /// moot-doctor's body: serves, or certifies and prints the report.
 pub fn run(tool: &str, args: &DoctorArgs) -> Result<ExitCode> {
     if args.serve {
-        return serve(args);
+        return serve(tool, args);
     }
     let chosen = match choose(args) {
         Ok(chosen) => chosen,
@@ -176,6 +190,9 @@ fn choose(args: &DoctorArgs) -> Result<Vec<(&'static Meta, &'static Certify)>, S
         ("--dump-dir", args.dump_dir.is_some()),
         ("--log", args.log.is_some()),
         ("--require-key-file", args.require_key_file.is_some()),
+        ("--retry-fails", args.retry_fails.is_some()),
+        ("--retry-then", args.retry_then.is_some()),
+        ("--legacy-result", args.legacy_result),
     ];
     if let Some((flag, _)) = serve_only.iter().find(|(_, given)| *given) {
         return Err(format!("{flag} is for --serve only"));
@@ -723,7 +740,14 @@ fn required_key(path: &Path) -> Result<String> {
 }
 
 /// `--serve`: only the fake model, its origin on stdout once it listens.
-fn serve(args: &DoctorArgs) -> Result<ExitCode> {
+fn serve(tool: &str, args: &DoctorArgs) -> Result<ExitCode> {
+    if let Some(then) = &args.retry_then {
+        if let Err(problem) = fake_model::Scenario::parse(then) {
+            moot::eprintln_whole!("{tool}: --retry-then {then}: {problem}");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    }
+    let defaults = fake_model::Options::default();
     let options = fake_model::Options {
         port: args.port,
         scenario_file: args.scenario_file.clone(),
@@ -734,7 +758,9 @@ fn serve(args: &DoctorArgs) -> Result<ExitCode> {
             .as_deref()
             .map(required_key)
             .transpose()?,
-        ..fake_model::Options::default()
+        retry_fails: args.retry_fails.unwrap_or(defaults.retry_fails),
+        retry_then: args.retry_then.clone(),
+        legacy_result: args.legacy_result,
     };
     fake_model::serve_forever(options, |port| {
         let mut out = io::stdout().lock();

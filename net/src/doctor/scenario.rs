@@ -10,7 +10,7 @@ use moot::model::{Certify, Meta};
 #[derive(Debug, Clone, Copy)]
 pub struct Scenario {
     pub name: &'static str,
-    /// The fake model's scenario line (scripts/realcli/fake_provider.py lists them).
+    /// The fake model's scenario line (net/src/fake_model/scenario.rs lists them).
     pub fake: &'static str,
     /// The verdict moot must reach on a CLI that reports the scenario the common way.
     pub expect: &'static str,

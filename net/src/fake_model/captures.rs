@@ -1,8 +1,8 @@
 //! The wire formats checked against what the real CLIs sent and were answered.
 //!
 //! testdata/requests/<cli>/ holds two request bodies each real CLI sent to its fake model
-//! (its first model call, and the call carrying a tool result) and scripts/realcli/fake_provider.py's
-//! replies to them, which the CLI accepted in the end-to-end runs (testdata/requests/
+//! (its first model call, and the call carrying a tool result) and the fake model's replies to
+//! them, which the CLI accepted in the end-to-end runs (testdata/requests/
 //! README.md says how they were captured). Each body must be recognised as the CLI's wire API
 //! asks, and this server's reply must be the accepted one, event for event, up to ids, clocks and
 //! token counts.
@@ -163,7 +163,7 @@ fn the_tool_scenario_calls_the_cli_shell_then_answers() {
     }
 }
 
-/// The replies fake_provider.py gave each captured body: (body name, scenario) → SSE text.
+/// The replies the CLI accepted for each captured body: (body name, scenario) → SSE text.
 fn accepted(cli: &str) -> BTreeMap<(String, String), String> {
     let mut replies = BTreeMap::new();
     for entry in fs::read_dir(dir().join(cli)).unwrap() {
@@ -196,7 +196,7 @@ const VARYING: &[&str] = &[
 fn normalise(value: &mut Value, event: Option<&str>) {
     match value {
         Value::Object(map) => {
-            map.remove("_args"); // fake_provider.py leaks a private field into one event
+            map.remove("_args"); // the first captures' server leaked a private field into one event
             for (key, field) in map.iter_mut() {
                 let varying = VARYING.contains(&key.as_str())
                     || (key == "delta" && event == Some("response.function_call_arguments.delta"));

@@ -3,14 +3,16 @@
 //! tool call, an error, a length cut, a dropped stream...), so moot-doctor and the end-to-end
 //! tests can run a real CLI without a real model and know the verdict to expect.
 //!
-//! It replaces scripts/realcli/fake_provider.py and answers with the same texts and shapes.
+//! It is the only fake model: the end-to-end suite and the capture scripts (scripts/realcli/)
+//! run it as `moot-doctor --serve`. It began as a port of a Python server the captures in
+//! testdata/ were first recorded against, with the same texts and shapes.
 //! The scenario of a request is, first match wins: the URL prefix `/s/<scenario>/…`, the line
 //! given to [`FakeModel::set_scenario`], the first line of [`Options::scenario_file`] (re-read
 //! on every request), `plain`.
 //!
-//! Two choices differ from the Python server: an unknown scenario is answered with HTTP 400 naming
-//! it (a typo in a test must not pass as `plain`), and nothing is read from the environment
-//! (`FAKE_RETRY_FAILS` and the like are [`Options`] fields).
+//! An unknown scenario is answered with HTTP 400 naming it (a typo in a test must not pass as
+//! `plain`), and nothing is read from the environment (what the retry scenarios do and the
+//! legacy result are [`Options`] fields, `--retry-fails` and the like with `--serve`).
 //!
 //! [`plan`] decides the answer whatever the wire API; [`chat`], [`responses`] and [`anthropic`]
 //! encode it; [`server`] routes, records and plays it.

@@ -2,8 +2,8 @@
 //!
 //! A scenario is named by one line, `NAME [COMMAND]` (`plain`, `toolcmd touch x`): the first line
 //! of a scenario file, a `/s/NAME/` URL prefix, or [`super::FakeModel::set_scenario`]. The texts
-//! are the ones scripts/realcli/fake_provider.py answers with, so a verdict read from either
-//! server is the same.
+//! are the ones the captures in testdata/ were recorded with, so a verdict read from a capture and
+//! from a live run is the same.
 
 use std::fmt;
 
