@@ -41,7 +41,7 @@ pub trait Dialect {
 }
 
 /// What a dialect concluded.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Verdict {
     pub facts: Facts,
     /// Why the run failed; `None` when `answer` is the run's finished answer.

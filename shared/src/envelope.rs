@@ -32,7 +32,7 @@ pub struct Run {
 
 /// What the stream proved, whatever the verdict: printed in `run` between `answer` and
 /// `process`.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Clone, Serialize)]
 pub struct Facts {
     pub session_id: Option<String>,
     pub provider: Option<String>,

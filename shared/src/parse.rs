@@ -361,7 +361,7 @@ fn write_stdout(bytes: &[u8]) -> io::Result<()> {
 }
 
 /// A stream read to its end, before the process outcome and the result contract are applied.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Parsed {
     runtime: &'static str,
     verdict: Verdict,

@@ -379,6 +379,36 @@ pub fn check_model_activity<D: moot::dialect::Dialect>(
     spoke
 }
 
+/// The fewest whole lines of `lines` after which `bin` publishes model activity, read to their
+/// end in one run each (`lines.len()` when no prefix does). A token, once written, is written by
+/// every longer prefix, so bisection finds it in a few runs; and the prefix one line shorter is
+/// proved not to publish.
+fn lines_until_activity(bin: &str, lines: &[&[u8]]) -> usize {
+    let publishes = |count: usize| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let args = [
+            "--text".to_string(),
+            "--activity-dir".to_string(),
+            dir.path().display().to_string(),
+        ];
+        run(bin, &args, &lines[..count].concat());
+        dir.path().join(moot::parse::ACTIVITY_FILE).exists()
+    };
+    let (mut silent, mut speaking) = (0, lines.len());
+    if !publishes(speaking) {
+        return lines.len();
+    }
+    while speaking - silent > 1 {
+        let middle = (silent + speaking) / 2;
+        if publishes(middle) {
+            speaking = middle;
+        } else {
+            silent = middle;
+        }
+    }
+    speaking
+}
+
 /// `--activity-dir` and `--completion-file` through the built parser: the token appears once
 /// the first model line has been written and before stdin is closed (the CLI still runs), holds
 /// exactly `output\n` with mode 0600, and never appears for a stream without a model event;
@@ -412,24 +442,26 @@ pub fn check_activity_and_completion(bin: &str, dialect: &str) {
         .spawn()
         .expect("spawn the parser");
     let lines: Vec<&[u8]> = stream.split_inclusive(|b| *b == b'\n').collect();
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut written = 0;
-    while !token.exists() && written < lines.len() {
-        stdin.write_all(lines[written]).expect("feed a line");
-        stdin.flush().expect("flush");
-        written += 1;
-        for _ in 0..200 {
-            if token.exists() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-    }
+    let written = lines_until_activity(bin, &lines);
     assert!(
-        token.exists() && written < lines.len(),
+        written < lines.len(),
         "{dialect}/{}: no token before the stream ended",
         case.name
     );
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(&lines[..written].concat()).expect("feed");
+    stdin.flush().expect("flush");
+    // Waits on the token, which the parser must write while its stdin stays open; the bound
+    // only turns a parser that never writes it into a failure instead of a hang.
+    let waited = std::time::Instant::now();
+    while !token.exists() {
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(60),
+            "{dialect}/{}: no token after line {written} while the stream stays open",
+            case.name
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     for line in &lines[written..] {
         stdin.write_all(line).expect("feed the rest");
     }
@@ -723,10 +755,24 @@ pub fn envelope_of<D: moot::dialect::Dialect>(
     stream: &[u8],
     require_result: bool,
 ) -> serde_json::Value {
+    checked_envelope(parsed(dialect, stream), stream.len(), require_result)
+}
+
+/// The stream read through `dialect`, before the result contract is applied: one read serves
+/// the envelopes with and without the result required.
+fn parsed<D: moot::dialect::Dialect>(dialect: D, stream: &[u8]) -> moot::parse::Parsed {
     let args = moot::parse::ParseArgs::default();
-    let parsed = moot::parse::parse(dialect, stream, &args).expect("read from memory");
+    moot::parse::parse(dialect, stream, &args).expect("read from memory")
+}
+
+/// The envelope of a stream of `len` bytes read into `parsed`, checked by [`check_envelope`].
+fn checked_envelope(
+    parsed: moot::parse::Parsed,
+    len: usize,
+    require_result: bool,
+) -> serde_json::Value {
     let json = serde_json::to_string(&parsed.into_envelope(require_result)).expect("serialise");
-    check_envelope(&json, stream.len() as u64, require_result)
+    check_envelope(&json, len as u64, require_result)
 }
 
 fn succeeds<D: moot::dialect::Dialect>(dialect: D, stream: &[u8], require_result: bool) -> bool {
@@ -860,9 +906,11 @@ pub fn check_truncation<D: moot::dialect::Dialect>(
             if is_a_whole_run(prefix, &ends_a_run) {
                 continue;
             }
+            let read = parsed(new(), prefix);
             for require_result in [true, false] {
+                let envelope = checked_envelope(read.clone(), prefix.len(), require_result);
                 assert!(
-                    !succeeds(new(), prefix, require_result),
+                    envelope["run"]["ok"] != true,
                     "{dialect}/{} cut at byte {cut} of {} succeeded",
                     case.name,
                     stream.len()
