@@ -672,7 +672,7 @@ fn shebang(path: &Path) -> anyhow::Result<Option<Interpreter>> {
 /// The base-URL variables set to the proxy: a CLI whose configuration files do not name the
 /// provider reaches its built-in endpoint (claude's api.anthropic.com, codex's OpenAI) unless
 /// told, and the proxy forwards to that provider. A variable already set is rewritten with the
-/// rest of the environment instead (src/sandbox.rs).
+/// rest of the environment instead (src/sandbox/).
 fn proxy_url_vars(
     runtime: &str,
     needs: &Needs,

@@ -12,7 +12,7 @@
 //! Another architecture's system calls (a 32-bit binary, `int 0x80`) would dodge a number
 //! check, so a foreign architecture kills the process; on x86-64 the x32 numbers are refused
 //! too. `/proc/<pid>/mem`, the other way into a process, is written only with a write grant on
-//! `/proc`, which moot-sandbox never gives (src/sandbox.rs).
+//! `/proc`, which moot-sandbox never gives (src/sandbox/).
 
 use std::io;
 

@@ -3,7 +3,7 @@
 //! ([`Host`]), how the prompt reaches the CLI ([`Delivery`]), and what a builder returns
 //! ([`Built`]) or refuses ([`Refusal`]).
 //!
-//! Runtime modules depend on this module and never on a driver (src/render.rs), so the graph
+//! Runtime modules depend on this module and never on a driver (src/render/), so the graph
 //! stays acyclic; `shared/tests/architecture.rs` checks it.
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! The model the runtime modules are written against, and that the drivers (src/render.rs,
+//! The model the runtime modules are written against, and that the drivers (src/render/,
 //! src/profile.rs, src/registry.rs) read: a job and its delivery ([`job`]), a runtime's record
 //! ([`meta`]), its sandbox needs ([`needs`]) and what moot-doctor needs of it ([`doctor`]).
 //!
