@@ -6,6 +6,7 @@ pub mod doctor;
 pub mod meta;
 pub mod store;
 pub mod stream;
+mod text;
 
 /// Kimi keeps no credential under `moot-run --env-preset kimi`: it authenticates once with
 /// `kimi login` and reads that session from its home directory. It keeps the opt-outs a user

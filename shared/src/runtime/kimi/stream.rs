@@ -24,6 +24,8 @@
 //!
 //! There is no glance fast path: kimi prints whole messages, not deltas, and an unparseable line
 //! is the CLI's own text, which only a full JSON read can tell apart from a row.
+//!
+//! The CLIs' own text (Kimi Code's stderr, the legacy CLI's folded errors) is read by `text.rs`.
 
 use std::borrow::Cow;
 
@@ -31,26 +33,11 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use super::store::Finish;
+use super::text::{BoundedText, PlainText, Stderr};
 use crate::dialect::{decode, Drift, Row, TextPart, TokenFields, Tokens};
 use crate::dialect::{Dialect, RunFailure, Verdict};
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
 use crate::sniff::raw_field_is;
-
-/// Rich, which prints the legacy CLI's errors, folds them at this width when stdout is not a
-/// terminal; a plain line exactly this wide continues on the next one.
-const FOLD_WIDTH: usize = 80;
-
-/// At most this much of the CLI's own text is kept for the failure message (bounded memory).
-const MAX_PLAIN_TEXT: usize = 16 * 1024;
-
-/// The prefix of the resume hint, on stdout (Kimi Code) and stderr (both CLIs).
-const RESUME_HINT: &str = "To resume this session: kimi -r ";
-
-/// How Kimi Code opens the fatal error it prints on stderr before exiting 1.
-const STDERR_ERROR: &str = "error: ";
-
-/// The line Kimi Code prints after its fatal error, which is not part of it.
-const STDERR_LOG_POINTER: &str = "See log: ";
 
 /// The rows this reader must read, as its messages name them.
 const ASSISTANT: &str = "an assistant message";
@@ -97,36 +84,11 @@ struct Retry {
     error: String,
 }
 
-/// What the CLI's stderr says: the last resume hint, and the last fatal error Kimi Code printed
-/// (its `error:` line and what follows, up to `See log:`).
-#[derive(Debug, Default)]
-struct Stderr {
-    session_id: Option<String>,
-    /// Kimi Code's fatal error, verbatim.
-    error: Option<BoundedText>,
-    /// The lines read are the continuation of that error.
-    in_error: bool,
-}
-
 /// What the verdict needs of one assistant line.
 #[derive(Debug, Default)]
 struct Message {
     text: String,
     tools: Vec<String>,
-}
-
-/// Text kept for a failure message, bounded so a CLI printing megabytes cannot exhaust memory.
-#[derive(Debug, Default)]
-struct BoundedText {
-    text: String,
-    clipped: bool,
-}
-
-/// The CLI's plain-text lines, joined back where Rich folded them.
-#[derive(Debug, Default)]
-struct PlainText {
-    text: BoundedText,
-    last_width: usize,
 }
 
 /// What the caller hands in once the stream has ended and before the verdict (see
@@ -439,31 +401,6 @@ impl Kimi {
     }
 }
 
-impl Stderr {
-    /// Reads one line: a resume hint, the opening of a fatal error, its end (`See log:`), or a
-    /// line of the error that is open.
-    fn line(&mut self, raw: &[u8]) {
-        let decoded = String::from_utf8_lossy(raw);
-        let line = strip_ansi(&decoded);
-        let line = line.trim_end();
-        if let Some(id) = resume_hint_id(line) {
-            self.session_id = Some(id);
-            self.in_error = false;
-        } else if line.starts_with(STDERR_ERROR) {
-            let mut text = BoundedText::default();
-            text.push(None, line);
-            self.error = Some(text);
-            self.in_error = true;
-        } else if line.starts_with(STDERR_LOG_POINTER) {
-            self.in_error = false;
-        } else if self.in_error && !line.trim().is_empty() {
-            if let Some(text) = self.error.as_mut() {
-                text.push(Some('\n'), line);
-            }
-        }
-    }
-}
-
 impl Retry {
     /// `attempt 10 of 10`, as far as Kimi Code said.
     fn attempt(&self) -> Option<String> {
@@ -473,84 +410,6 @@ impl Retry {
             _ => None,
         }
     }
-}
-
-impl BoundedText {
-    /// Appends `piece`, after `separator` unless the text is empty.
-    fn push(&mut self, separator: Option<char>, piece: &str) {
-        if self.clipped {
-            return;
-        }
-        if let Some(separator) = separator.filter(|_| !self.text.is_empty()) {
-            self.text.push(separator);
-        }
-        let room = MAX_PLAIN_TEXT.saturating_sub(self.text.len());
-        if piece.len() <= room {
-            self.text.push_str(piece);
-            return;
-        }
-        let cut = (0..=room)
-            .rev()
-            .find(|at| piece.is_char_boundary(*at))
-            .unwrap_or(0);
-        self.text.push_str(&piece[..cut]);
-        self.clipped = true;
-    }
-
-    fn message(&self) -> String {
-        if self.clipped {
-            format!("{} […]", self.text)
-        } else {
-            self.text.clone()
-        }
-    }
-}
-
-impl PlainText {
-    fn push(&mut self, line: &str) {
-        let separator = (self.last_width != FOLD_WIDTH).then_some('\n');
-        self.text.push(separator, line);
-        self.last_width = line.chars().count();
-    }
-
-    fn is_empty(&self) -> bool {
-        self.text.text.is_empty()
-    }
-
-    fn message(&self) -> String {
-        self.text.message()
-    }
-}
-
-/// Drops ANSI escape sequences (CSI `ESC [ … final`), which a CLI writing to a terminal-like
-/// stderr may colour its error with.
-fn strip_ansi(text: &str) -> Cow<'_, str> {
-    if !text.contains('\u{1b}') {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c != '\u{1b}' {
-            out.push(c);
-            continue;
-        }
-        if chars.next() == Some('[') {
-            for c in chars.by_ref() {
-                if ('@'..='~').contains(&c) {
-                    break;
-                }
-            }
-        }
-    }
-    Cow::Owned(out)
-}
-
-/// The session id of a `To resume this session: kimi -r <id>` line.
-fn resume_hint_id(line: &str) -> Option<String> {
-    let (_, rest) = line.split_once(RESUME_HINT)?;
-    let id = rest.split_whitespace().next()?;
-    Some(id.to_string())
 }
 
 /// Which row a broken line still identifies itself as, if any: only a line that opens like a
@@ -680,20 +539,6 @@ mod tests {
     }
 
     #[test]
-    fn resume_hint_ids() {
-        assert_eq!(
-            resume_hint_id("To resume this session: kimi -r 0b29b32c-c9af-4ef7"),
-            Some("0b29b32c-c9af-4ef7".into())
-        );
-        assert_eq!(
-            resume_hint_id("  To resume this session: kimi -r session_x  "),
-            Some("session_x".into())
-        );
-        assert_eq!(resume_hint_id("To resume this session: kimi -r "), None);
-        assert_eq!(resume_hint_id("kimi -r abc"), None);
-    }
-
-    #[test]
     fn stderr_lines_give_the_session_and_the_error_until_stderr_is_lost() {
         let mut kimi = Kimi::default();
         kimi.stderr_line(b"\x1b[31merror: failed to run prompt\x1b[39m");
@@ -709,35 +554,6 @@ mod tests {
         kimi.stderr_lost("cannot read --stderr-file err.txt: gone".into());
         assert_eq!(kimi.session_id(), None);
         assert!(kimi.stderr.error.is_none());
-    }
-
-    #[test]
-    fn plain_text_is_unfolded_at_the_fold_width() {
-        let mut plain = PlainText::default();
-        let first = "a".repeat(FOLD_WIDTH);
-        plain.push(&first);
-        plain.push("bc");
-        plain.push("next line");
-        assert_eq!(plain.message(), format!("{first}bc\nnext line"));
-    }
-
-    #[test]
-    fn plain_text_is_bounded() {
-        let mut plain = PlainText::default();
-        let long = "é".repeat(MAX_PLAIN_TEXT);
-        plain.push(&long);
-        plain.push("more");
-        assert!(plain.text.text.len() <= MAX_PLAIN_TEXT);
-        assert!(plain.message().ends_with(" […]"));
-    }
-
-    #[test]
-    fn ansi_colour_is_dropped() {
-        assert_eq!(
-            strip_ansi("\u{1b}[38;2;232;92;92merror: failed\u{1b}[39m"),
-            "error: failed"
-        );
-        assert_eq!(strip_ansi("plain"), "plain");
     }
 
     #[test]
