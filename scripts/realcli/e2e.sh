@@ -13,6 +13,10 @@
 #
 # Prints one row per run (CLI, path, scenario, result, seconds) and, last, the plain closing
 # line "N passed, N failed, N skipped". Exits 1 if anything failed.
+#
+# No `set -e`: most runs here are expected to fail (a denied write, a cut answer), and each
+# scenario checks the status it gets; a step the suite itself needs (a work directory, the fake
+# model, a stage) is checked where it is made and ends the suite with one line.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -246,7 +250,7 @@ run_pipeline() {
     local request=$1 deadline=${2:-600} resume=${3:-}
     printf '%s' "$request" >"$ws/job.md"
     local stage
-    stage=$(mktemp -d "$work/stage.XXXXXX")
+    stage=$(mktemp -d "$work/stage.XXXXXX") || { echo "e2e: no stage directory in $work" >&2; exit 1; }
     [ -z "$SEAT_USER" ] || chmod 711 "$stage"
     local text
     text=$(pipeline_text | sed -e "s/--deadline 600/--deadline $deadline/g")
