@@ -15,6 +15,7 @@ pub mod proxy;
 pub mod refuse;
 pub mod seat;
 pub mod upstream;
+mod view;
 
 use std::cell::Cell;
 use std::ffi::{OsStr, OsString};

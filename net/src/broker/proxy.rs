@@ -2,15 +2,15 @@
 //! every write kept local. Only a refresh of an allowed credential reaches upstream, and its
 //! answer must be that credential of that provider.
 //!
-//! The view omp sees is the upstream snapshot filtered to the provider, minus the credentials
-//! omp disabled during the job, with the blocks omp set during the job merged in. Its
-//! generation is the proxy's own, bumped whenever that view changes, so long-polls (`wait`,
-//! `If-None-Match`, `304`) and the SSE stream behave as omp expects whatever upstream does.
+//! The view omp sees (view.rs) is the upstream snapshot filtered to the provider, minus the
+//! credentials omp disabled during the job, with the blocks omp set during the job merged in.
+//! This module routes omp's requests to it and guards them. The view's generation is the
+//! proxy's own, bumped whenever the view changes, so long-polls (`wait`, `If-None-Match`, `304`)
+//! and the SSE stream behave as omp expects whatever upstream does.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, AUTHORIZATION, ETAG, IF_NONE_MATCH};
@@ -19,6 +19,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::watch;
 
 use super::upstream::{generation_tag, Upstream};
+use super::view::{deltas, is_block, now_ms, View};
 use crate::http::{self, Body};
 
 /// The longest a snapshot long-poll is held (the reference broker's ceiling).
@@ -27,26 +28,9 @@ const MAX_WAIT: Duration = Duration::from_secs(30);
 const KEEPALIVE: Duration = Duration::from_secs(15);
 /// The largest request body read from omp.
 const BODY_LIMIT: usize = 64 * 1024;
-/// The most blocks the job keeps per credential; the oldest goes first. omp sets one per key
-/// and scope it saw fail, a handful in a job: the bound only keeps a hostile seat from growing
-/// every snapshot (and every open stream's queue of them) without limit.
-const MAX_LOCAL_BLOCKS: usize = 32;
 /// How long one upstream refresh answers every refresh of its credential. omp refreshes after a
 /// model 401, once; a seat asking again within this gets the same answer.
 const REFRESH_INTERVAL: Duration = Duration::from_secs(5);
-/// The longest `providerKey` or `blockScope` a block may carry (omp's are a provider and an
-/// auth kind, such as `kimi-code:api_key`).
-const MAX_BLOCK_FIELD: usize = 256;
-/// The keys of a snapshot entry omp accepts; anything else upstream adds is dropped, since omp
-/// rejects unknown keys.
-const ENTRY_KEYS: [&str; 6] = [
-    "id",
-    "provider",
-    "credential",
-    "identityKey",
-    "rotatesInMs",
-    "blocks",
-];
 
 /// What the proxy knows; shared by every connection.
 pub struct Proxy {
@@ -68,105 +52,6 @@ struct Refreshed {
     at: Instant,
     status: StatusCode,
     answer: Value,
-}
-
-#[derive(Default)]
-struct View {
-    generation: u64,
-    generated_at: Value,
-    refresher: Value,
-    /// The provider's upstream entries by id (unknown keys dropped, local state not applied).
-    entries: BTreeMap<i64, Map<String, Value>>,
-    /// Credentials omp disabled during the job: (type, cause, when).
-    disabled: BTreeMap<i64, (Value, String, u64)>,
-    /// Blocks omp set during the job, by credential.
-    blocks: BTreeMap<i64, Vec<Value>>,
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-impl View {
-    /// The entries omp may see, each with upstream's and the job's blocks.
-    fn visible(&self) -> BTreeMap<i64, Value> {
-        self.entries
-            .iter()
-            .filter(|(id, _)| !self.disabled.contains_key(id))
-            .map(|(id, entry)| {
-                let mut entry = entry.clone();
-                if let Some(local) = self.blocks.get(id) {
-                    let same = |a: &Value, b: &Value| {
-                        a["providerKey"] == b["providerKey"] && a["blockScope"] == b["blockScope"]
-                    };
-                    let mut blocks: Vec<Value> = entry
-                        .get("blocks")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                        .filter(|b| !local.iter().any(|l| same(l, b)))
-                        .cloned()
-                        .collect();
-                    blocks.extend(local.iter().cloned());
-                    if !blocks.is_empty() {
-                        entry.insert("blocks".into(), Value::Array(blocks));
-                    }
-                }
-                (*id, Value::Object(entry))
-            })
-            .collect()
-    }
-
-    fn head(&self) -> Map<String, Value> {
-        let mut head = Map::new();
-        head.insert("generation".into(), json!(self.generation));
-        head.insert("generatedAt".into(), self.generated_at.clone());
-        head.insert("serverNowMs".into(), json!(now_ms()));
-        head.insert("refresher".into(), self.refresher.clone());
-        head
-    }
-
-    fn snapshot(&self) -> Value {
-        let mut body = self.head();
-        body.insert(
-            "credentials".into(),
-            Value::Array(self.visible().into_values().collect()),
-        );
-        Value::Object(body)
-    }
-
-    /// An upstream entry of `provider`, with only the keys omp accepts; `None` for another
-    /// provider's or a malformed one.
-    fn admit(provider: &str, entry: &Value) -> Option<(i64, Map<String, Value>)> {
-        let object = entry.as_object()?;
-        if object.get("provider")?.as_str()? != provider {
-            return None;
-        }
-        let id = object.get("id")?.as_i64()?;
-        let credential = object.get("credential")?.as_object()?;
-        // omp runs an API key that starts with `!` as a shell command: never hand one over.
-        if credential
-            .get("key")
-            .and_then(Value::as_str)
-            .is_some_and(|key| key.starts_with('!'))
-        {
-            return None;
-        }
-        let kept = object
-            .iter()
-            .filter(|(key, _)| ENTRY_KEYS.contains(&key.as_str()))
-            .map(|(key, value)| (key.clone(), value.clone()))
-            .collect();
-        Some((id, kept))
-    }
-}
-
-/// The refresher schedule omp requires when upstream sends none it would accept.
-fn default_refresher() -> Value {
-    json!({"enabled": false, "intervalMs": 60000, "skewMs": 0, "nextSweepInMs": 60000})
 }
 
 impl Proxy {
@@ -207,23 +92,8 @@ impl Proxy {
 
     /// Takes in an upstream snapshot; the generation moves only when omp's view changes.
     pub fn apply(&self, snapshot: &Value) {
-        let entries: BTreeMap<i64, Map<String, Value>> = snapshot["credentials"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|entry| View::admit(&self.provider, entry))
-            .collect();
-        let refresher = match &snapshot["refresher"] {
-            Value::Object(r) if r.len() == 4 => Value::Object(r.clone()),
-            _ => default_refresher(),
-        };
         let mut view = self.view();
-        view.generated_at = snapshot["generatedAt"]
-            .as_f64()
-            .map_or_else(|| json!(now_ms()), |_| snapshot["generatedAt"].clone());
-        view.refresher = refresher;
-        if view.generation == 0 || view.entries != entries {
-            view.entries = entries;
+        if view.take_in(&self.provider, snapshot) {
             self.bump(&mut view);
         }
     }
@@ -340,7 +210,14 @@ impl Proxy {
                     let view = proxy.view();
                     changes.borrow_and_update();
                     let now = view.visible();
-                    (deltas(&view, &shown, &now), now)
+                    let events = deltas(&view, &shown, &now);
+                    (
+                        events
+                            .iter()
+                            .map(|(name, body)| sse(name, body))
+                            .collect::<Vec<_>>(),
+                        now,
+                    )
                 };
                 shown = now;
                 for event in events {
@@ -360,14 +237,14 @@ impl Proxy {
         action: &str,
         request: Request<Incoming>,
     ) -> Response<Body> {
-        if !self.view().entries.contains_key(&id) {
+        if !self.view().knows(id) {
             return error(
                 StatusCode::NOT_FOUND,
                 &format!("No credential with id={id}"),
             );
         }
         match (method, action) {
-            (&Method::POST, "refresh") if self.view().disabled.contains_key(&id) => error(
+            (&Method::POST, "refresh") if self.view().is_disabled(id) => error(
                 StatusCode::NOT_FOUND,
                 &format!("No credential with id={id}"),
             ),
@@ -378,11 +255,7 @@ impl Proxy {
                     None => return error(StatusCode::BAD_REQUEST, "invalid body"),
                 };
                 let mut view = self.view();
-                let kind = view.entries.get(&id).map_or(Value::Null, |e| {
-                    e.get("credential")
-                        .map_or(Value::Null, |c| c["type"].clone())
-                });
-                view.disabled.insert(id, (kind, cause, now_ms()));
+                view.disable(id, cause);
                 self.bump(&mut view);
                 ok()
             }
@@ -391,21 +264,13 @@ impl Proxy {
                     return error(StatusCode::BAD_REQUEST, "invalid block");
                 };
                 let mut view = self.view();
-                let blocks = view.blocks.entry(id).or_default();
-                blocks.retain(|b| {
-                    b["providerKey"] != block["providerKey"]
-                        || b["blockScope"] != block["blockScope"]
-                });
-                if blocks.len() >= MAX_LOCAL_BLOCKS {
-                    blocks.remove(0);
-                }
-                blocks.push(block);
+                view.block(id, block);
                 self.bump(&mut view);
                 ok()
             }
             (&Method::DELETE, "blocks") => {
                 let mut view = self.view();
-                if view.blocks.remove(&id).is_some() {
+                if view.clear_blocks(id) {
                     self.bump(&mut view);
                 }
                 ok()
@@ -455,13 +320,7 @@ impl Proxy {
             );
         };
         let mut view = self.view();
-        if let Some(entry) = view.entries.get_mut(&answered) {
-            for key in ["credential", "identityKey"] {
-                if let Some(value) = fresh.get(key) {
-                    entry.insert(key.into(), value.clone());
-                }
-            }
-        }
+        view.refreshed(answered, &fresh);
         self.bump(&mut view);
         let mut reply = Map::new();
         for key in ["id", "provider", "credential", "identityKey"] {
@@ -476,14 +335,7 @@ impl Proxy {
 
     /// The credentials omp disabled during this job (identity and cause, no key material).
     fn disabled(&self) -> Response<Body> {
-        let view = self.view();
-        let disabled: Vec<Value> = view
-            .disabled
-            .iter()
-            .map(|(id, (kind, cause, at))| {
-                json!({"id": id, "provider": self.provider, "type": kind, "cause": cause, "disabledAtMs": at})
-            })
-            .collect();
+        let disabled = self.view().disabled(&self.provider);
         http::json(
             StatusCode::OK,
             &json!({"generatedAt": now_ms(), "disabled": disabled}),
@@ -491,44 +343,8 @@ impl Proxy {
     }
 }
 
-/// The stream events that take omp from `shown` to `now`.
-fn deltas(view: &View, shown: &BTreeMap<i64, Value>, now: &BTreeMap<i64, Value>) -> Vec<String> {
-    let mut events = Vec::new();
-    for (id, entry) in now {
-        if shown.get(id) != Some(entry) {
-            let mut event = Map::new();
-            event.insert("kind".into(), json!("entry"));
-            event.extend(view.head().into_iter().filter(|(k, _)| k != "generatedAt"));
-            event.insert("entry".into(), entry.clone());
-            events.push(sse("entry", &Value::Object(event)));
-        }
-    }
-    for id in shown.keys().filter(|id| !now.contains_key(id)) {
-        let mut event = Map::new();
-        event.insert("kind".into(), json!("removed"));
-        event.extend(view.head().into_iter().filter(|(k, _)| k != "generatedAt"));
-        event.insert("id".into(), json!(id));
-        events.push(sse("removed", &Value::Object(event)));
-    }
-    events
-}
-
 fn sse(event: &str, body: &Value) -> String {
     format!("event: {event}\ndata: {body}\n\n")
-}
-
-fn is_block(body: &Value) -> bool {
-    let Some(object) = body.as_object() else {
-        return false;
-    };
-    let field = |name: &str| body[name].as_str().map(str::len);
-    field("providerKey").is_some_and(|len| (1..=MAX_BLOCK_FIELD).contains(&len))
-        && field("blockScope").is_some_and(|len| len <= MAX_BLOCK_FIELD)
-        && body["blockedUntilMs"].is_number()
-        && object.get("updatedAtMs").is_none_or(Value::is_number)
-        && object.keys().all(|k| {
-            ["providerKey", "blockScope", "blockedUntilMs", "updatedAtMs"].contains(&k.as_str())
-        })
 }
 
 async fn read_json(request: Request<Incoming>) -> Option<Value> {
@@ -576,39 +392,5 @@ mod tests {
         assert!(constant_time_eq(b"moot-abc", b"moot-abc"));
         assert!(!constant_time_eq(b"moot-abc", b"moot-abd"));
         assert!(!constant_time_eq(b"moot-ab", b"moot-abc"));
-    }
-
-    #[test]
-    fn only_the_providers_entries_are_admitted_with_known_keys() {
-        let entry = json!({"id": 3, "provider": "kimi-code", "credential": {"type": "api_key", "key": "k"},
-                           "identityKey": null, "rotatesInMs": null, "extra": 1});
-        let (id, kept) = View::admit("kimi-code", &entry).unwrap();
-        assert_eq!(id, 3);
-        assert!(!kept.contains_key("extra"));
-        assert!(View::admit("anthropic", &entry).is_none());
-        assert!(View::admit("kimi-code", &json!({"id": "3", "provider": "kimi-code"})).is_none());
-        let command = json!({"id": 4, "provider": "kimi-code", "credential": {"type": "api_key", "key": "!cat /etc/passwd"}});
-        assert!(View::admit("kimi-code", &command).is_none());
-    }
-
-    #[test]
-    fn blocks_are_checked_for_omps_shape() {
-        assert!(is_block(
-            &json!({"providerKey": "k:api_key", "blockScope": "", "blockedUntilMs": 1})
-        ));
-        assert!(!is_block(
-            &json!({"providerKey": "", "blockScope": "", "blockedUntilMs": 1})
-        ));
-        assert!(!is_block(
-            &json!({"providerKey": "k", "blockScope": "", "blockedUntilMs": 1, "x": 1})
-        ));
-        assert!(!is_block(&json!([])));
-        let long = "k".repeat(MAX_BLOCK_FIELD + 1);
-        assert!(!is_block(
-            &json!({"providerKey": long, "blockScope": "", "blockedUntilMs": 1})
-        ));
-        assert!(!is_block(
-            &json!({"providerKey": "k", "blockScope": long, "blockedUntilMs": 1})
-        ));
     }
 }
