@@ -51,11 +51,36 @@ demo: build
 bench: build
 	python3 scripts/bench/bench.py --bin $(RELEASE) $(if $(BEFORE),--before $(BEFORE))
 
-install: build
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7
-	for t in $(TOOLS); do install -m 0755 $(RELEASE)/$$t $(DESTDIR)$(PREFIX)/bin/; done
+# Installs what `make build` made, building only when a tool is missing (run `make build` after
+# changing the sources): the tools, their man pages, the adapters (PREFIX/libexec/moot/<runtime>/
+# adapter.sh beside their lib.sh, kimi-cli's link kept) and each tool's bash, zsh and fish
+# completions, generated from its clap definitions (`TOOL --completions SHELL`).
+BIN_DIR := $(DESTDIR)$(PREFIX)/bin
+ADAPTER_DIR := $(DESTDIR)$(PREFIX)/libexec/moot
+BASH_DIR := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+ZSH_DIR := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+FISH_DIR := $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+
+install:
+	@for t in $(TOOLS); do test -x $(RELEASE)/$$t || missing=$$t; done; \
+		if [ -n "$$missing" ]; then $(MAKE) build; fi
+	install -d $(BIN_DIR) $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7 \
+		$(ADAPTER_DIR) $(BASH_DIR) $(ZSH_DIR) $(FISH_DIR)
+	for t in $(TOOLS); do \
+		install -m 0755 $(RELEASE)/$$t $(BIN_DIR)/ && \
+		$(RELEASE)/$$t --completions bash > $(BASH_DIR)/$$t && \
+		$(RELEASE)/$$t --completions zsh > $(ZSH_DIR)/_$$t && \
+		$(RELEASE)/$$t --completions fish > $(FISH_DIR)/$$t.fish || exit 1; \
+	done
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
-	-install -m 0644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
+	install -m 0644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
+	install -m 0644 scripts/adapters/lib.sh $(ADAPTER_DIR)/
+	for d in scripts/adapters/*/; do \
+		r=$$(basename $$d); install -d $(ADAPTER_DIR)/$$r && \
+		if [ -L $$d/adapter.sh ]; then \
+			ln -sfn $$(readlink $$d/adapter.sh) $(ADAPTER_DIR)/$$r/adapter.sh; \
+		else install -m 0755 $$d/adapter.sh $(ADAPTER_DIR)/$$r/; fi || exit 1; \
+	done
 
 man:
 	for p in man/*.[17]; do man -l "$$p" >/dev/null || exit 1; done

@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap_complete::Shell;
 
 /// Runs a tool's body. An `Err` is printed on one line and exits with `failure_status`. A
 /// broken pipe on stdout is such an error too: output that did not arrive is a failure, or an
@@ -72,14 +73,15 @@ pub fn main<P: clap::Parser>(
 /// Parses the command line like clap's `parse`, except that a usage error is one line on stderr,
 /// `tool: <clap's message> (see --help)`, ending the tool with `usage_status` (moot-run's is 125,
 /// as timeout(1)'s, so it cannot be mistaken for the command's own status). `--help` and
-/// `--version` print as clap formats them and exit 0.
+/// `--version` print as clap formats them and exit 0, and so does `--completions SHELL`, the
+/// tool's completion script generated from the same definitions (`make install` installs them).
 ///
 /// Every tool starts here, so this is also where each makes itself undumpable
 /// (src/privilege.rs): it holds the caller's whole environment, secrets included, which a
 /// sandboxed agent of the same user must not read through `/proc/<pid>/environ`.
 pub fn parse_args<P: clap::Parser>(tool: &str, usage_status: u8) -> Result<P, ExitCode> {
     crate::privilege::hide_from_same_user();
-    P::try_parse().map_err(|error| {
+    let refuse = |error: clap::Error| {
         if error.exit_code() == 0 {
             // Nothing useful is left to do if stdout is gone.
             let _ = error.print();
@@ -87,14 +89,39 @@ pub fn parse_args<P: clap::Parser>(tool: &str, usage_status: u8) -> Result<P, Ex
         }
         crate::eprintln_whole!("{tool}: {}", usage_line(&error));
         ExitCode::from(usage_status)
-    })
+    };
+    let mut command = with_completions(P::command());
+    let mut matches = command.clone().try_get_matches().map_err(refuse)?;
+    if let Some(&shell) = matches.get_one::<Shell>(COMPLETIONS) {
+        let mut stdout = std::io::stdout().lock();
+        clap_complete::generate(shell, &mut command, tool, &mut stdout);
+        return Err(ExitCode::SUCCESS);
+    }
+    P::from_arg_matches_mut(&mut matches).map_err(refuse)
+}
+
+/// The id of the flag every tool gets from [`with_completions`].
+const COMPLETIONS: &str = "completions";
+
+/// Adds `--completions SHELL` to a tool's flags. It is hidden from `--help` (it is for
+/// packagers, and every tool has it: man/moot.7 documents it once, under FILES) and must be
+/// given alone, so a tool with required arguments still prints its script.
+fn with_completions(command: clap::Command) -> clap::Command {
+    command.arg(
+        clap::Arg::new(COMPLETIONS)
+            .long(COMPLETIONS)
+            .value_name("SHELL")
+            .value_parser(clap::value_parser!(Shell))
+            .exclusive(true)
+            .hide(true),
+    )
 }
 
 /// The unit test every tool has: clap's own consistency checks of its flags (conflicts naming
-/// flags that exist, no two flags with one name, ...), which clap otherwise runs only when a
-/// debug build parses a command line that reaches the fault.
+/// flags that exist, no two flags with one name, `--completions` free, ...), which clap
+/// otherwise runs only when a debug build parses a command line that reaches the fault.
 pub fn check_cli<P: clap::CommandFactory>() {
-    P::command().debug_assert();
+    with_completions(P::command()).debug_assert();
 }
 
 /// A usage error on one line, built from clap's error kind and context rather than its rendered
