@@ -381,3 +381,33 @@ fn a_runtime_without_its_pieces_is_reported() {
         );
     }
 }
+
+/// Every tool (a folder under bins/) has a row in README.md's tool table and is named in
+/// moot(7)'s DESCRIPTION and SEE ALSO, so a reader of either finds it.
+#[test]
+fn every_tool_is_in_the_readme_table_and_in_moot7() {
+    let readme = read("README.md");
+    let moot7 = read("man/moot.7");
+    let (description, see_also) = moot7
+        .split_once(".SH SEE ALSO")
+        .expect("moot.7 has a SEE ALSO");
+    let description = description
+        .split_once(".SH DESCRIPTION")
+        .and_then(|(_, rest)| rest.split_once("\n.SH "))
+        .expect("moot.7 has a DESCRIPTION")
+        .0;
+    let mut gaps = Vec::new();
+    for entry in fs::read_dir(root().join("bins")).unwrap() {
+        let tool = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if !readme.lines().any(|l| l.starts_with(&format!("| `{tool}"))) {
+            gaps.push(format!("{tool}: no row in README.md's tool table"));
+        }
+        if !description.contains(&format!("{tool} (1)")) {
+            gaps.push(format!("{tool}: not in moot.7's DESCRIPTION"));
+        }
+        if !see_also.contains(&format!(".BR {tool} (1)")) {
+            gaps.push(format!("{tool}: not in moot.7's SEE ALSO"));
+        }
+    }
+    assert!(gaps.is_empty(), "missing:\n{}", gaps.join("\n"));
+}
