@@ -320,6 +320,14 @@ fn files_that_must_exist() {
                 "--add-dir (nowhere): not a directory",
             ),
             (
+                &["omp", "--add-dir", "", "--", "x"],
+                "--add-dir (): an empty path (is the variable that names it set?)",
+            ),
+            (
+                &["claude", "--add-dir", ".", "--add-dir", " ", "--", "x"],
+                "--add-dir ( ): an empty path (is the variable that names it set?)",
+            ),
+            (
                 &["omp", "--prompt-file", "job.md"],
                 "--prompt-file (job.md): cannot read it: No such file or directory (os error 2)",
             ),

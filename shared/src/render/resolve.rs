@@ -324,13 +324,16 @@ fn resolve_effort(
 }
 
 /// Directory grants as absolute paths (relative ones are taken from the working directory);
-/// blank entries are skipped, anything that is not a directory is refused.
+/// anything that is not a directory is refused. So is an empty or blank one: it is what an
+/// unset `"$worktree"` expands to, and skipping it would run the job with no worktree granted.
 fn grants(flag: &str, dirs: &[String], host: &Host) -> Result<Vec<String>, Refusal> {
     dirs.iter()
-        .filter(|d| !d.trim().is_empty())
         .map(|dir| {
             let path = host.cwd.join(dir);
-            if path.is_dir() {
+            if dir.trim().is_empty() {
+                Err(Refusal::new(flag, "an empty path (is the variable that names it set?)")
+                    .value(dir))
+            } else if path.is_dir() {
                 Ok(path.display().to_string())
             } else {
                 Err(Refusal::new(flag, "not a directory").value(dir))
