@@ -1141,6 +1141,43 @@ fn a_profile_derives_the_install_tree_and_a_denial_names_the_missing_grant() {
     );
 }
 
+/// `--print-profile` without a command derives the profile for the runtime's executable as PATH
+/// finds it: the same grants as naming it after `--`. An unknown runtime is a usage error.
+#[test]
+fn print_profile_without_a_command_derives_it_for_the_runtimes_executable() {
+    let root = tempfile::tempdir().unwrap();
+    let root_path = fs::canonicalize(root.path()).unwrap();
+    let (modules, path) = npm_install(&root_path);
+    std::os::unix::fs::symlink("../pkg/dist/cli.js", modules.join(".bin/pi")).unwrap();
+    let state = root_path.join("state");
+    let print = |runtime: &str, command: &[&str]| {
+        Command::new(BIN)
+            .args(["--profile", runtime, "--state"])
+            .arg(&state)
+            .arg("--print-profile")
+            .args(command)
+            .env("PATH", &path)
+            .env("HOME", root_path.join("home"))
+            .output()
+            .unwrap()
+    };
+    let bare = print("pi", &[]);
+    assert_eq!(bare.status.code(), Some(0), "{}", stderr(&bare));
+    assert!(stdout(&bare).contains(&format!(
+        "--rx {}\t# pi's program is in this npm package tree\n",
+        modules.display()
+    )));
+    assert_eq!(stdout(&bare), stdout(&print("pi", &["--", "pi"])));
+
+    let unknown = print("gemini", &[]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).starts_with("moot-sandbox: --profile (gemini): no such runtime; one of "),
+        "{}",
+        stderr(&unknown)
+    );
+}
+
 /// The CLI's state is private: its HOME is the state's, the operator's provider config is copied
 /// in (and the port comes from the operator's copy), and nothing it writes reaches the
 /// operator's config, which the operator's next, unconfined run of the CLI would load.

@@ -331,8 +331,10 @@ fn grants(flag: &str, dirs: &[String], host: &Host) -> Result<Vec<String>, Refus
         .map(|dir| {
             let path = host.cwd.join(dir);
             if dir.trim().is_empty() {
-                Err(Refusal::new(flag, "an empty path (is the variable that names it set?)")
-                    .value(dir))
+                Err(
+                    Refusal::new(flag, "an empty path (is the variable that names it set?)")
+                        .value(dir),
+                )
             } else if path.is_dir() {
                 Ok(path.display().to_string())
             } else {

@@ -30,6 +30,7 @@ use landlock::CompatLevel;
 use nix::errno::Errno;
 use nix::sys::prctl;
 
+use crate::model::Meta;
 use crate::outcome::{EXIT_CANNOT_INVOKE, EXIT_NOT_FOUND};
 use crate::privilege::Identity;
 use crate::profile::{self, Profile};
@@ -166,7 +167,7 @@ pub struct SandboxArgs {
     pub seat_holds_login: bool,
 
     /// Print the grants --profile derives for the command, one flag a line with its reason,
-    /// and exit without running it.
+    /// and exit without running it. Without a command, for the runtime's executable on PATH.
     #[arg(long, requires = "profile")]
     pub print_profile: bool,
 
@@ -175,7 +176,11 @@ pub struct SandboxArgs {
     pub check: bool,
 
     /// The command to confine, and its arguments.
-    #[arg(last = true, value_name = "COMMAND", required_unless_present = "check")]
+    #[arg(
+        last = true,
+        value_name = "COMMAND",
+        required_unless_present_any = ["check", "print_profile"]
+    )]
     pub command: Vec<OsString>,
 }
 
@@ -335,6 +340,17 @@ fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusa
 
 /// The profile `--profile` asks for, derived in this process's environment (which the command
 /// inherits).
+/// The record `--profile` names; an unknown name is a usage error listing the known ones.
+fn profile_runtime(runtime: &str) -> Result<&'static Meta, Refusal> {
+    registry::find(runtime).map_err(|_| {
+        let names: Vec<&str> = registry::all().iter().map(|meta| meta.name).collect();
+        Refusal::usage(anyhow!(
+            "--profile ({runtime}): no such runtime; one of {}",
+            names.join(", ")
+        ))
+    })
+}
+
 fn derive_profile(
     args: &SandboxArgs,
     program: &Path,
@@ -343,13 +359,7 @@ fn derive_profile(
     let Some(runtime) = args.profile.as_deref() else {
         return Ok(None);
     };
-    let meta = registry::find(runtime).map_err(|_| {
-        let names: Vec<&str> = registry::all().iter().map(|meta| meta.name).collect();
-        Refusal::usage(anyhow!(
-            "--profile ({runtime}): no such runtime; one of {}",
-            names.join(", ")
-        ))
-    })?;
+    let meta = profile_runtime(runtime)?;
     // The state is named absolute: the CLI finds its HOME wherever it changes directory to.
     let state = args
         .state
@@ -389,9 +399,16 @@ fn refuse_state_in_grant(state: &Path, args: &SandboxArgs) -> Result<(), Refusal
     Ok(())
 }
 
-/// `--print-profile`: the grants `--profile` derives for the command, on stdout; nothing runs.
+/// `--print-profile`: the grants `--profile` derives for the command (the runtime's executable
+/// when none is given), on stdout; nothing runs.
 fn print_profile(args: &SandboxArgs) -> Result<ExitCode, Refusal> {
-    let program = resolve_program(&args.command[0], std::env::var_os("PATH").as_deref())?;
+    let named = match (args.command.first(), args.profile.as_deref()) {
+        (Some(command), _) => command.clone(),
+        (None, Some(runtime)) => profile_runtime(runtime)?.executable.into(),
+        // clap: --print-profile requires --profile.
+        (None, None) => return Ok(ExitCode::SUCCESS),
+    };
+    let program = resolve_program(&named, std::env::var_os("PATH").as_deref())?;
     let profile = derive_profile(args, &program, seat_proxy(args)?.as_ref())?;
     let text = profile.as_ref().map(Profile::to_string).unwrap_or_default();
     write_stdout(text.as_bytes(), "the profile")?;
