@@ -4,12 +4,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use moot_e2e::tool;
+use tempfile::TempDir;
 
 const CANARY: &str = "canary-secret-7f3a9c";
 
@@ -22,12 +24,51 @@ const SCAN: &str = "AWS_SECRET_ACCESS_KEY=canary-of-the-agent tail -f /dev/null 
     if tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -q '^AWS_SECRET_ACCESS_KEY=canary'; then \
     cat $p/comm; fi; done; kill $!";
 
-/// A command as `uid` (None: as we are), with the canary in its environment.
+/// The tools as `uid` can run them. As ourselves, the built ones; as another user, copies in a
+/// directory of /tmp anyone may enter: the clone may be in a home or a `mktemp -d` that other
+/// users cannot enter, and a test must not depend on where it was cloned.
+struct Tools {
+    copies: Option<TempDir>,
+}
+
+impl Tools {
+    fn for_user(uid: Option<u32>) -> Self {
+        let copies = uid.map(|_| {
+            let dir = tempfile::Builder::new()
+                .prefix("moot-hostile")
+                .tempdir_in("/tmp")
+                .unwrap();
+            set_mode(dir.path(), 0o755);
+            for name in ["moot-parse-omp", "moot-run", "moot-sandbox"] {
+                let copy = dir.path().join(name);
+                std::fs::copy(tool(name), &copy).unwrap();
+                set_mode(&copy, 0o755);
+            }
+            dir
+        });
+        Tools { copies }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        match &self.copies {
+            Some(dir) => dir.path().join(name),
+            None => tool(name),
+        }
+    }
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// A command as `uid` (None: as we are), with the canary in its environment, started in `/`
+/// (the test's own directory may be closed to `uid`).
 fn with_canary(program: &Path, args: &[&str], uid: Option<u32>) -> Command {
     let mut command = Command::new(program);
     command
         .args(args)
         .env("AWS_SECRET_ACCESS_KEY", CANARY)
+        .current_dir("/")
         .stdin(Stdio::null());
     if let Some(uid) = uid {
         command.uid(uid).gid(uid);
@@ -38,13 +79,14 @@ fn with_canary(program: &Path, args: &[&str], uid: Option<u32>) -> Command {
 /// Long-lived processes holding the canary while the agent looks, outside the sandbox: a
 /// parser waiting for its stream (a moot tool), and `sleep`, a dumpable process of the same
 /// user standing for the orchestrator's shell.
-fn bystanders(uid: Option<u32>) -> Vec<Child> {
-    let parser = with_canary(&tool("moot-parse-omp"), &[], uid)
+fn bystanders(tools: &Tools, uid: Option<u32>) -> Vec<Child> {
+    let parse = tools.path("moot-parse-omp");
+    let parser = with_canary(&parse, &[], uid)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for_exec(&parser, &tool("moot-parse-omp"));
+    wait_for_exec(&parser, &parse);
     let sleep = with_canary(Path::new("/bin/sleep"), &["60"], uid)
         .spawn()
         .unwrap();
@@ -70,8 +112,9 @@ fn wait_for_exec(child: &Child, program: &Path) {
 }
 
 fn scan(order: &str, uid: Option<u32>) -> String {
-    let sandbox = tool("moot-sandbox");
-    let run = tool("moot-run");
+    let tools = Tools::for_user(uid);
+    let sandbox = tools.path("moot-sandbox");
+    let run = tools.path("moot-run");
     let (sandbox, run) = (sandbox.to_str().unwrap(), run.to_str().unwrap());
     let args: Vec<&str> = match order {
         "sandbox-then-run" => vec!["--", run, "--env-preset", "omp", "--", "sh", "-c", SCAN],
@@ -82,7 +125,7 @@ fn scan(order: &str, uid: Option<u32>) -> String {
     } else {
         run
     };
-    let mut others = bystanders(uid);
+    let mut others = bystanders(&tools, uid);
     let out = with_canary(Path::new(first), &args, uid).output().unwrap();
     for child in &mut others {
         let _ = child.kill();
@@ -154,7 +197,7 @@ fn the_readme_pipeline_keeps_the_harness_files_out_of_the_agents_reach() {
     let stubs = tempfile::tempdir().unwrap();
     let omp = stubs.path().join("omp");
     std::fs::write(&omp, HOSTILE_OMP).unwrap();
-    std::fs::set_permissions(&omp, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    set_mode(&omp, 0o755);
     let capture = moot_e2e::root().join("testdata/omp/real-plain.ndjson");
     std::fs::copy(&capture, stubs.path().join("capture.ndjson")).unwrap();
     let worktree = tempfile::tempdir().unwrap();
@@ -174,7 +217,7 @@ fn the_readme_pipeline_keeps_the_harness_files_out_of_the_agents_reach() {
     let home = tempfile::tempdir().unwrap();
     let key = home.path().join("provider.key");
     std::fs::write(&key, "sk-hostile-test-key-0123456789").unwrap();
-    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    set_mode(&key, 0o600);
     // The job's own state directory (`state=$(mktemp -d)` in the README).
     let state = tempfile::tempdir().unwrap();
     let live = Command::new("sh")
