@@ -761,6 +761,10 @@ mod tests {
                 "--add-dir (/no/such/dir): not a directory",
             ),
             (
+                &["omp", "--read-dir", "", "--", "x"],
+                "--read-dir (): an empty path (is the variable that names it set?)",
+            ),
+            (
                 &["pi", "--system-prompt-file", "/no/such", "--", "x"],
                 "--system-prompt-file (/no/such): not a readable regular file (No such file or \
                  directory (os error 2))",
@@ -779,17 +783,7 @@ mod tests {
                  (os error 2))",
             ),
         ]);
-        let r = rendered(&[
-            "omp",
-            "--add-dir",
-            "",
-            "--add-dir",
-            "tmp",
-            "--read-dir",
-            "/",
-            "--",
-            "x",
-        ]);
+        let r = rendered(&["omp", "--add-dir", "tmp", "--read-dir", "/", "--", "x"]);
         assert!(r
             .built
             .argv
