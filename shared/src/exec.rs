@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Context};
+use anyhow::{anyhow, bail, Context};
 use clap::builder::PossibleValuesParser;
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
@@ -121,6 +121,13 @@ pub struct RunArgs {
     /// prompt directory).
     #[arg(long, value_name = "DIR")]
     pub cleanup: Vec<PathBuf>,
+
+    /// Run the command in DIR, which must be a directory (moot-run's own files, --transcript
+    /// and the rest, are still named from where moot-run runs). Most CLIs work in the
+    /// directory they start in whatever they are granted: give the worktree here, so the job
+    /// does not depend on where the pipeline was started.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
 
     /// Read NUL-terminated argv from stdin and append it to COMMAND, which is then a prefix:
     /// `moot-render … | moot-run --stdin-argv -- moot-sandbox --rw "$wt" --` keeps moot-run
@@ -391,7 +398,19 @@ fn execute(
             .map(|(_, value)| value.clone()),
         None => std::env::var_os("PATH"),
     };
-    let program = resolve_program(&argv[0], search_path.as_deref())?;
+    let mut program = resolve_program(&argv[0], search_path.as_deref())?;
+    let cwd = args
+        .cwd
+        .as_deref()
+        .map(working_dir)
+        .transpose()
+        .map_err(Failure::runner)?;
+    if cwd.is_some() {
+        // A program found relative to where moot-run runs is still that program in DIR.
+        program = std::path::absolute(&program)
+            .context("cannot name the program absolutely")
+            .map_err(Failure::runner)?;
+    }
     let transcript = open_private(args.transcript.as_deref(), "--transcript")?;
     let stderr = open_private(args.stderr_file.as_deref(), "--stderr-file")?;
     let written = [
@@ -417,7 +436,7 @@ fn execute(
     let outputs = Outputs::open(transcript, stderr)
         .context("cannot set up the command's stdout and stderr")
         .map_err(Failure::runner)?;
-    let (child, outputs) = outputs.spawn(&program, &argv, env.as_deref())?;
+    let (child, outputs) = outputs.spawn(&program, &argv, env.as_deref(), cwd.as_deref())?;
     let started = Instant::now();
     record.pid = Some(child.id());
     let mut group = Group::new(child);
@@ -493,6 +512,7 @@ impl Outputs {
         program: &Path,
         argv: &[OsString],
         env: Option<&[(OsString, OsString)]>,
+        cwd: Option<&Path>,
     ) -> Result<(Child, Started), Failure> {
         let Outputs {
             stdout: (child_out, our_out),
@@ -500,7 +520,7 @@ impl Outputs {
             transcript,
             stderr_file,
         } = self;
-        let child = spawn(program, argv, env, child_out, child_err)?;
+        let child = spawn(program, argv, env, cwd, child_out, child_err)?;
         Ok((
             child,
             Started {
@@ -747,10 +767,22 @@ fn write_status(
         .with_context(|| format!("cannot write --status-file ({})", path.display()))
 }
 
+/// `--cwd`'s directory, absolute; anything but a directory is refused before the command
+/// starts (a chdir failing in the child would read as the command not being found).
+fn working_dir(dir: &Path) -> anyhow::Result<PathBuf> {
+    let shown = dir.display();
+    let metadata = std::fs::metadata(dir).with_context(|| format!("--cwd ({shown})"))?;
+    if !metadata.is_dir() {
+        bail!("--cwd ({shown}): not a directory");
+    }
+    std::path::absolute(dir).with_context(|| format!("--cwd ({shown})"))
+}
+
 fn spawn(
     program: &Path,
     argv: &[OsString],
     env: Option<&[(OsString, OsString)]>,
+    cwd: Option<&Path>,
     stdout: OwnedFd,
     stderr: OwnedFd,
 ) -> Result<Child, Failure> {
@@ -764,6 +796,9 @@ fn spawn(
         .process_group(0);
     if let Some(vars) = env {
         command.env_clear().envs(vars.iter().map(|(k, v)| (k, v)));
+    }
+    if let Some(dir) = cwd {
+        command.current_dir(dir);
     }
     let parent = getpid();
     let filter = Filter::deny_cross_process();

@@ -1722,3 +1722,65 @@ fn a_bare_repository_planted_at_the_worktree_root_is_never_read() {
         "the operator's git read the planted repository"
     );
 }
+
+/// `--cwd DIR`: the command runs in DIR, while what moot-run names itself (the program found
+/// from here, the transcript) is still named from where moot-run runs. A DIR that is not a
+/// directory is moot-run's own failure (125, one line), the command never starts, and the
+/// `--cleanup` directories are still removed.
+#[test]
+fn cwd_runs_the_command_in_dir_and_nothing_else_moves() {
+    let here = tempfile::tempdir().unwrap();
+    let worktree = here.path().join("worktree");
+    fs::create_dir(&worktree).unwrap();
+    write_with_mode(here.path().join("agent"), "#!/bin/sh\npwd\n", 0o755);
+    let out = output(
+        moot_run(&[
+            "--cwd",
+            "worktree",
+            "--transcript",
+            "run.log",
+            "--",
+            "./agent",
+        ])
+        .current_dir(here.path()),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let worktree = fs::canonicalize(&worktree).unwrap();
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!("{}\n", worktree.display())
+    );
+    assert!(
+        here.path().join("run.log").is_file(),
+        "the transcript moved"
+    );
+
+    fs::write(here.path().join("file"), "").unwrap();
+    for (dir, why) in [
+        ("file", "--cwd (file): not a directory"),
+        (
+            "absent",
+            "--cwd (absent): No such file or directory (os error 2)",
+        ),
+    ] {
+        let stage = here.path().join("stage");
+        fs::create_dir(&stage).unwrap();
+        fs::set_permissions(&stage, fs::Permissions::from_mode(0o700)).unwrap();
+        fs::write(stage.join(".moot-scratch"), "").unwrap();
+        let out = output(
+            moot_run(&[
+                "--cwd",
+                dir,
+                "--cleanup",
+                stage.to_str().unwrap(),
+                "--",
+                "./agent",
+            ])
+            .current_dir(here.path()),
+        );
+        assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+        assert_eq!(stderr(&out), format!("moot-run: {why}\n"));
+        assert!(out.stdout.is_empty(), "the command ran");
+        assert!(!stage.exists(), "--cleanup was not honoured");
+    }
+}
