@@ -19,7 +19,7 @@ build:
 		$(CARGO) build --release --locked --target $(HOST)
 
 # Every shell script (found, not listed): the adapters are product, the rest run CI.
-SHELL_SCRIPTS := $(shell find scripts fuzz -name '*.sh' -not -path '*/target/*') .ci/run
+SHELL_SCRIPTS := $(shell find scripts fuzz examples -name '*.sh' -not -path '*/target/*') .ci/run
 
 # shellcheck at warning severity (its style notes, such as quoting a word that is never split,
 # are the author's call). Without it, lint says so loudly, and fails where nothing may be

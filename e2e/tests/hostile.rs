@@ -160,15 +160,21 @@ fn secrets_kept_from_the_agent_are_not_readable_through_proc() {
     }
 }
 
-/// The README's pipeline, exactly as written there: the code block that runs moot-render omp,
-/// up to its first blank line.
-fn readme_pipeline() -> String {
+/// The CI job README.md prints, as a file the tests run.
+fn example_job() -> PathBuf {
+    moot_e2e::root().join("examples/ci-job.sh")
+}
+
+/// README.md prints examples/ci-job.sh whole, in a code block of its own: what a reader copies
+/// is what the tests run.
+#[test]
+fn the_readme_prints_the_example_job_as_it_is() {
     let readme = std::fs::read_to_string(moot_e2e::root().join("README.md")).unwrap();
-    let start = readme
-        .find("moot-render omp --policy")
-        .expect("the README pipeline");
-    let block = &readme[start..];
-    block[..block.find("\n\n").unwrap()].to_string()
+    let script = std::fs::read_to_string(example_job()).unwrap();
+    assert!(
+        readme.contains(&format!("```sh\n{script}```\n")),
+        "README.md's copy of examples/ci-job.sh differs from the file"
+    );
 }
 
 /// An `omp` that attacks the harness's files before it prints a real capture: it overwrites
@@ -190,10 +196,12 @@ try() { if eval "$2" 2>/dev/null; then echo "$1: done"; else echo "$1: denied"; 
 cat "${0%/*}/capture.ndjson"
 "#;
 
-/// A sandboxed agent that tries to overwrite the transcript, the status file or the staged
-/// prompt is denied, and replaying the transcript reproduces the live envelope byte for byte.
+/// The example CI job, run from a directory that is not the worktree: omp is started in the
+/// worktree (the stub writes there what it tried, from its working directory), a sandboxed
+/// agent that tries to overwrite the transcript, the status file or the staged prompt is
+/// denied, and replaying the transcript reproduces the live verdict byte for byte.
 #[test]
-fn the_readme_pipeline_keeps_the_harness_files_out_of_the_agents_reach() {
+fn the_example_job_keeps_the_harness_files_out_of_the_agents_reach() {
     let stubs = tempfile::tempdir().unwrap();
     let omp = stubs.path().join("omp");
     std::fs::write(&omp, HOSTILE_OMP).unwrap();
@@ -201,14 +209,13 @@ fn the_readme_pipeline_keeps_the_harness_files_out_of_the_agents_reach() {
     let capture = moot_e2e::root().join("testdata/omp/real-plain.ndjson");
     std::fs::copy(&capture, stubs.path().join("capture.ndjson")).unwrap();
     let worktree = tempfile::tempdir().unwrap();
+    // The job's files (MOOT_JOB_DIR): a private directory, kept for the checks below.
     let stage = tempfile::tempdir().unwrap();
     let stage_s = stage.path().to_str().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
     // Large enough to be staged, so the stage directory is there to attack.
-    std::fs::write(
-        worktree.path().join("job.md"),
-        "Do the job. ".repeat(10_000),
-    )
-    .unwrap();
+    let job = elsewhere.path().join("job.md");
+    std::fs::write(&job, "Do the job. ".repeat(10_000)).unwrap();
     let path = format!(
         "{}:{}:/usr/bin:/bin",
         stubs.path().display(),
@@ -218,23 +225,26 @@ fn the_readme_pipeline_keeps_the_harness_files_out_of_the_agents_reach() {
     let key = home.path().join("provider.key");
     std::fs::write(&key, "sk-hostile-test-key-0123456789").unwrap();
     set_mode(&key, 0o600);
-    // The job's own state directory (`state=$(mktemp -d)` in the README).
-    let state = tempfile::tempdir().unwrap();
     let live = Command::new("sh")
-        .args(["-c", &readme_pipeline()])
-        .current_dir(worktree.path())
+        .arg(example_job())
+        .arg(worktree.path())
+        .arg(&job)
+        .current_dir(elsewhere.path())
         .env("HOME", home.path())
         .env("PATH", path)
-        .env("worktree", worktree.path())
-        .env("stage", stage_s)
-        .env("state", state.path())
-        // The credential proxy's provider and key (the stub calls no provider).
-        .env("provider", "http://127.0.0.1:9/v1")
-        .env("key", &key)
+        // The credential proxy's provider (the stub calls none).
+        .env("MOOT_PROVIDER_URL", "http://127.0.0.1:9/v1")
+        .env("MOOT_PROVIDER_KEY_FILE", &key)
+        .env("MOOT_JOB_DIR", stage_s)
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    let attempts = std::fs::read_to_string(worktree.path().join("attempts")).unwrap();
+    let attempts = std::fs::read_to_string(worktree.path().join("attempts")).unwrap_or_else(|e| {
+        panic!(
+            "omp did not run in the worktree ({e}): {}",
+            String::from_utf8_lossy(&live.stderr)
+        )
+    });
     assert_eq!(
         attempts,
         "read prompt: done\n\
@@ -247,6 +257,19 @@ fn the_readme_pipeline_keeps_the_harness_files_out_of_the_agents_reach() {
         String::from_utf8_lossy(&live.stderr)
     );
     assert_eq!(
+        live.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&live.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(live.stdout).unwrap(),
+        "I looked at the task and everything is in order.\n\n{\"gitmoot_result\":{\"decision\":\
+         \"approved\",\"summary\":\"done\",\"findings\":[],\"changes_made\":[],\"tests_run\":[],\
+         \"needs\":[],\"delegations\":[]}}\n",
+        "the job prints the answer"
+    );
+    assert_eq!(
         std::fs::read(stage.path().join("run.ndjson")).unwrap(),
         std::fs::read(&capture).unwrap(),
         "the transcript is the CLI's stdout, byte for byte"
@@ -255,7 +278,8 @@ fn the_readme_pipeline_keeps_the_harness_files_out_of_the_agents_reach() {
         !stage.path().join("p").exists(),
         "the staged prompt was left behind"
     );
-    let envelope: serde_json::Value = serde_json::from_slice(&live.stdout).unwrap();
+    let verdict = std::fs::read(stage.path().join("verdict.json")).unwrap();
+    let envelope: serde_json::Value = serde_json::from_slice(&verdict).unwrap();
     assert_eq!(envelope["run"]["process"]["exit_code"], 0, "{envelope}");
     let replay = Command::new(tool("moot-parse-omp"))
         .args(["--status-file", &format!("{stage_s}/status")])
@@ -264,8 +288,8 @@ fn the_readme_pipeline_keeps_the_harness_files_out_of_the_agents_reach() {
         .unwrap();
     assert_eq!(
         String::from_utf8(replay.stdout).unwrap(),
-        String::from_utf8(live.stdout).unwrap(),
-        "the replay differs from the live envelope"
+        String::from_utf8(verdict).unwrap(),
+        "the replay differs from the live verdict"
     );
 }
 

@@ -22,7 +22,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 REALCLI_DIR=${REALCLI_DIR:-${TMPDIR:-/tmp}/moot-realcli}
 MOOT_BIN=$(cd "${MOOT_BIN:-$root/target/debug}" && pwd)
-SCENARIOS=${ONLY:-plain shell outside gitplant homeplant nokey envleak homeinstall repoplant forge detach error length drop deadline bigprompt resume asks activity marker tools managed start health}
+SCENARIOS=${ONLY:-plain shell outside example gitplant homeplant nokey envleak homeinstall repoplant forge detach error length drop deadline bigprompt resume asks activity marker tools managed start health}
 # The managed-session and lifecycle scenarios run through the adapter alone (they are its
 # contract); each applies to the CLIs it names.
 ADAPTER_ONLY=" activity marker tools managed start health "
@@ -227,17 +227,19 @@ run_adapter() {
     status=$?
 }
 
-# The README's pipeline, as written there, with omp's names replaced by the runtime's.
+# The pipeline of the README's CI job (examples/ci-job.sh) with omp's names replaced by the
+# runtime's, its verdict on stdout.
 pipeline_text() {
     local key_source='--key-file "$key"'
     [ -z "$key_env" ] || key_source="--key-env $key_env"
-    sed -n '/^moot-render omp --policy/,/^  moot-parse-omp/p' "$root/README.md" |
+    sed -n '/^moot-render omp --policy/,/^  moot-parse-omp/p' "$root/examples/ci-job.sh" |
+        sed -e 's# >"\$stage/verdict.json" ||$##' |
         sed -e "s|moot-render omp |moot-render $runtime |" \
             -e "s|--env-preset omp|--env-preset $runtime ${keep:+--keep $keep}|" \
             -e "s|--profile omp|--profile $runtime|" \
             -e "s|moot-parse-omp|moot-parse-$parser --text${stderr_flag:+ $stderr_flag}${parser_flags:+ $parser_flags}|" \
             -e "s|--cleanup|${stderr_flag:+$stderr_flag }--cleanup|" \
-            -e "s|--key-file \"\$key\"|$key_source --upstream-ca \"\$ca\" --key-header $key_header|" |
+            -e "s|--key-file \"\$key\"|$key_source --key-header $key_header|" |
         if [ -n "$SEAT_USER" ]; then
             sed -e "s|--stage-dir \"\$stage/p\"|& --stage-user $SEAT_USER|" \
                 -e "s|moot-sandbox --profile|moot-sandbox --user $SEAT_USER --profile|"
@@ -257,11 +259,23 @@ run_pipeline() {
     if [ -n "$resume" ]; then
         text=$(printf '%s' "$text" | sed -e "s/--seat /--seat --session $resume /")
     fi
-    # One private state a CLI (the README's $state), kept between the runs of a scenario.
-    (cd "$ws" && worktree=$ws stage=$stage state=$work/state/$cli provider=$provider \
-        key=$work/provider.key ca=$ca sh -c "$text") >"$out" 2>"$err"
+    # One private state a CLI (the job's $state), kept between the runs of a scenario. Started
+    # outside the worktree, as a CI job is: moot-run --cwd puts the CLI there.
+    (cd "$work" && worktree=$ws job=$ws/job.md stage=$stage state=$work/state/$cli \
+        provider=$provider key=$work/provider.key ca=$ca sh -c "$text") >"$out" 2>"$err"
     status=$?
     rm -f "$ws/job.md"
+}
+
+# examples/ci-job.sh, from the work directory, on the workspace; sets out, err and status.
+run_example() {
+    local dir
+    dir=$(mktemp -d "$work/job.XXXXXX") || { echo "e2e: no job directory in $work" >&2; exit 1; }
+    printf 'Run the tool.' >"$work/job.md"
+    (cd "$work" && MOOT_PROVIDER_URL=$provider MOOT_PROVIDER_KEY_FILE=$work/provider.key \
+        MOOT_PROVIDER_CA=$ca MOOT_JOB_DIR=$dir sh "$root/examples/ci-job.sh" "$ws" job.md) \
+        >"$out" 2>"$err"
+    status=$?
 }
 
 # ---- scenarios: each sets the fake provider's scenario, runs, and checks what must hold
@@ -446,6 +460,25 @@ check() {
                 echo "a write outside the workspace landed"
             elif [ ! -e "$ws/inside.txt" ]; then
                 echo "the command never ran (exit $status): $(head -c 300 "$err")"
+            fi
+            ;;
+        example)
+            # examples/ci-job.sh itself, as README.md prints it, started outside the worktree:
+            # omp's write lands in the worktree and the job passes; a write the sandbox denies
+            # fails the job, saying so. It runs omp, and its seat as the caller.
+            [ "$cli" = omp ] && [ "$via" = pipeline ] && [ -z "$SEAT_USER" ] || { echo NA; return; }
+            echo toolwrite >"$scenario_file"
+            run_example
+            if [ "$status" != 0 ] || [ ! -e "$ws/created_by_agent.txt" ]; then
+                echo "the job: exit $status, file made: $([ -e "$ws/created_by_agent.txt" ] && echo yes || echo no): $(head -c 300 "$err")"
+                return
+            fi
+            echo "toolcmd touch $work/outside/escaped.txt" >"$scenario_file"
+            run_example
+            if [ -e "$work/outside/escaped.txt" ]; then
+                echo "a write outside the worktree landed"
+            elif [ "$status" != 1 ] || ! grep -q '^ci-job: the sandbox denied the agent a write' "$err"; then
+                echo "the denied write: exit $status: $(head -c 300 "$err")"
             fi
             ;;
         gitplant)

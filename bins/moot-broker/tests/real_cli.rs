@@ -255,7 +255,8 @@ fn run_pipeline(
     let stage = dir.path().join("stage");
     std::fs::create_dir_all(&worktree).unwrap();
     std::fs::create_dir_all(&stage).unwrap();
-    std::fs::write(worktree.join("job.md"), "Say hi.").unwrap();
+    // The job runs beside the worktree, not in it: moot-run --cwd puts omp there.
+    std::fs::write(dir.path().join("job.md"), "Say hi.").unwrap();
     let models = dir.path().join("models.yml");
     std::fs::write(&models, model.models_yml("fake")).unwrap();
     let text = edit(
@@ -270,7 +271,7 @@ fn run_pipeline(
     let path = format!("{}:{}:/usr/bin:/bin", tools.display(), omp.display());
     let output = Command::new("sh")
         .args(["-c", &text])
-        .current_dir(&worktree)
+        .current_dir(dir.path())
         .env_clear()
         .env("PATH", path)
         .env("HOME", dir.path())

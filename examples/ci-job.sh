@@ -1,0 +1,52 @@
+#!/bin/sh
+# One agent job in CI: omp does what JOB (a prompt file) asks in WORKTREE, confined by the
+# kernel to write only there, with the provider's key kept out of its reach. The job passes
+# only on a completed run that validated and whose agent was denied nothing.
+#
+#   sh examples/ci-job.sh WORKTREE JOB
+#
+#   MOOT_PROVIDER_URL       the provider's base URL, as omp's models.yml names it
+#   MOOT_PROVIDER_KEY_FILE  the file (0600, yours) holding the provider's key
+#   MOOT_PROVIDER_CA        optional: a PEM file of the private CA the provider's certificate is under
+#   MOOT_JOB_DIR            optional: an empty directory of yours (mode 0700) where the run's
+#                           files are kept: run.ndjson (the transcript), status, verdict.json
+#                           (default: a new temporary one, removed when the job passes)
+#
+# Exit 0: the answer is on stdout. 1: the run failed, or the sandbox denied the agent
+# something; one line on stderr says which, and where the run's files are. 2: a usage error.
+set -eu
+fail() { echo "ci-job: $1" >&2; exit "${2:-1}"; }
+[ $# = 2 ] || fail "usage: sh examples/ci-job.sh WORKTREE JOB" 2
+# Absolute, because moot-run --cwd starts omp there wherever this job runs: omp works in the
+# directory it starts in, whatever it is granted.
+worktree=$(cd "$1" 2>/dev/null && pwd -P) || fail "no such worktree: $1" 2
+job=$2
+[ -f "$job" ] || fail "no such job file: $job" 2
+provider=${MOOT_PROVIDER_URL:-}
+key=${MOOT_PROVIDER_KEY_FILE:-}
+[ -n "$provider" ] && [ -n "$key" ] || fail "set MOOT_PROVIDER_URL and MOOT_PROVIDER_KEY_FILE" 2
+ca=${MOOT_PROVIDER_CA:-}
+stage=${MOOT_JOB_DIR:-$(mktemp -d)}
+# omp's HOME, sessions and caches in the seat: never your own ~/.omp.
+state=$(mktemp -d)
+trap 'rm -rf "$state"' EXIT
+
+moot-render omp --policy workspace-write --seat --deadline 600 --stage-dir "$stage/p" \
+    --add-dir "$worktree" --prompt-file "$job" |
+  moot-broker --forward "$provider" --key-file "$key" ${ca:+--upstream-ca "$ca"} -- \
+  moot-run --deadline 600 --cwd "$worktree" --transcript "$stage/run.ndjson" \
+    --status-file "$stage/status" --env-preset omp --protect "$worktree" --cleanup "$stage/p" \
+    --stdin-argv -- \
+    moot-sandbox --profile omp --state "$state" --rw "$worktree" --ro-try "$stage/p" -- |
+  moot-parse-omp --status-file "$stage/status" >"$stage/verdict.json" ||
+  fail "the run failed (the line above says why); its files are in $stage"
+
+# The sandbox lets the agent write only the worktree, and an agent that was denied a write
+# may still report success: its work did not happen. So any denial in the transcript fails
+# the job, a probe the agent meant to make included.
+if grep -q -e 'Permission denied' -e 'Read-only file system' -e 'Operation not permitted' \
+    "$stage/run.ndjson"; then
+  fail "the sandbox denied the agent a write or a read outside $worktree; its files are in $stage"
+fi
+moot-parse-omp --text --status-file "$stage/status" <"$stage/run.ndjson"
+[ -n "${MOOT_JOB_DIR:-}" ] || rm -rf "$stage"
