@@ -61,6 +61,10 @@ pub struct Overflow {
     pub dropped: u64,
 }
 
+/// How much of a stream's very end [`Copied::last`] keeps, whatever the limit: enough for the
+/// few lines a CLI that fails at start-up prints.
+pub const LAST_KEPT: u64 = 1024;
+
 /// What a copy did.
 #[derive(Debug, Default)]
 pub struct Copied {
@@ -68,6 +72,8 @@ pub struct Copied {
     /// The first failure of a fatal sink, with its label.
     pub sink: Option<(&'static str, io::Error)>,
     pub overflow: Option<Overflow>,
+    /// The stream's last [`LAST_KEPT`] bytes.
+    pub last: Vec<u8>,
 }
 
 /// One output's copy, on its own thread so a stalled reader downstream never delays the
@@ -142,6 +148,7 @@ fn copy(
     let tail_size = tail_budget(limit);
     let head_size = limit - tail_size;
     let mut tail = Ring::new(tail_size);
+    let mut last = Ring::new(LAST_KEPT);
     let mut total = 0u64;
     let mut read_error = None;
     let mut buf = vec![0u8; 64 * 1024];
@@ -157,6 +164,7 @@ fn copy(
         };
         progress.fetch_add(n as u64, Ordering::Relaxed);
         let chunk = &buf[..n];
+        last.push(chunk);
         // The part that still fits in the head goes out at once; the rest waits in the tail.
         let head_room = usize::try_from(head_size.saturating_sub(total)).unwrap_or(usize::MAX);
         let (now, later) = chunk.split_at(head_room.min(n));
@@ -172,6 +180,7 @@ fn copy(
     let (first, second) = tail.contents();
     out.write(first);
     out.write(second);
+    let (older, newer) = last.contents();
     Copied {
         read: read_error,
         sink: out.failed,
@@ -179,6 +188,7 @@ fn copy(
             limit,
             dropped: total - limit,
         }),
+        last: [older, newer].concat(),
     }
 }
 

@@ -91,6 +91,10 @@ error_classes! {
     RetryOpen => "retry_open",
     /// The stream never reached its terminal event.
     NoAgentEnd => "no_agent_end",
+    /// The CLI printed nothing on stdout: it failed before its first event (a CLI that cannot
+    /// start, a sandbox or state it cannot open). Its stderr's last line is in the message
+    /// when moot-run's status file kept it.
+    NoOutput => "no_output",
     /// The stream ended on a terminal event that says more was scheduled.
     NotTerminal => "not_terminal",
     /// The final answer carried no text.

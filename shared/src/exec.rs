@@ -291,6 +291,7 @@ struct Record {
     elapsed: Option<Duration>,
     output_limit: Option<OutputLimit>,
     tampered: Option<Tampered>,
+    stderr_tail: Option<String>,
 }
 
 impl Default for Record {
@@ -302,6 +303,7 @@ impl Default for Record {
             elapsed: None,
             output_limit: None,
             tampered: None,
+            stderr_tail: None,
         }
     }
 }
@@ -333,6 +335,7 @@ impl Record {
             pid: self.pid,
             output_limit: self.output_limit.clone(),
             tampered: self.tampered.clone(),
+            stderr_tail: self.stderr_tail.clone(),
         }
     }
 }
@@ -468,9 +471,11 @@ fn execute(
             SWEEP_WITHIN.as_secs()
         )));
     }
-    record.output_limit = running
+    let delivered = running
         .finish(tool, args.grace.max(DELIVERY_IDLE_AT_LEAST))
         .map_err(Failure::runner)?;
+    record.output_limit = delivered.limit;
+    record.stderr_tail = delivered.stderr_tail;
     for (path, id, flag) in written {
         if let (Some(path), Some(id)) = (path, id) {
             still_there(path, id, flag).map_err(Failure::runner)?;
@@ -598,8 +603,9 @@ impl Running {
     /// Waits for both copies to end, as long as each makes progress (`idle` at most without
     /// a byte); returns the output that passed its limit. A copy that stalls is a failure:
     /// what the command printed was not all delivered.
-    fn finish(self, tool: &str, idle: Duration) -> anyhow::Result<Option<OutputLimit>> {
+    fn finish(self, tool: &str, idle: Duration) -> anyhow::Result<Delivered> {
         let mut limit = None;
+        let mut stderr_tail = None;
         for (pump, stream) in [(self.stdout, "stdout"), (self.stderr, "stderr")] {
             let Some(copied) = pump.finish(idle) else {
                 anyhow::bail!(
@@ -619,6 +625,10 @@ impl Running {
             }
             if let Some(e) = copied.read {
                 return Err(e).context(format!("cannot read the command's {stream}"));
+            }
+            if stream == "stderr" {
+                let whole = (copied.last.len() as u64) < capture::LAST_KEPT;
+                stderr_tail = ProcessOutcome::stderr_tail_from(&copied.last, whole);
             }
             if let (None, Some(overflow)) = (&limit, copied.overflow) {
                 limit = Some(OutputLimit {
@@ -642,8 +652,16 @@ impl Running {
                 limit.dropped
             );
         }
-        Ok(limit)
+        Ok(Delivered { limit, stderr_tail })
     }
+}
+
+/// What [`Running::finish`] found once both outputs were delivered.
+struct Delivered {
+    /// The output that passed its limit, if one did.
+    limit: Option<OutputLimit>,
+    /// [`ProcessOutcome::stderr_tail`].
+    stderr_tail: Option<String>,
 }
 
 fn identity(file: Option<&File>) -> Option<FileId> {
@@ -1113,6 +1131,7 @@ mod tests {
             elapsed: Some(Duration::from_millis(1500)),
             output_limit: None,
             tampered: None,
+            stderr_tail: None,
         };
         let cases = [
             (Ending::Exited(0), false, 0, None),

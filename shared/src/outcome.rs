@@ -46,6 +46,11 @@ pub struct ProcessOutcome {
     /// What the job changed of the protected set (`--protect`), when it changed anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tampered: Option<Tampered>,
+    /// The end of the command's stderr (at most 1 KiB, whole lines, terminal escapes dropped and
+    /// other control characters but newlines made spaces), when it wrote any: what a CLI that failed before its first event
+    /// said about why, for the parser's message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr_tail: Option<String>,
 }
 
 /// Which of the command's outputs passed its limit, the limit, and how much was dropped.
@@ -85,6 +90,7 @@ impl ProcessOutcome {
             pid: None,
             output_limit: None,
             tampered: None,
+            stderr_tail: None,
         }
     }
 
@@ -95,6 +101,37 @@ impl ProcessOutcome {
             .with_context(|| format!("cannot read status file {}", path.display()))?;
         serde_json::from_slice(&bytes)
             .with_context(|| format!("status file {} is not a moot-run status", path.display()))
+    }
+
+    /// [`ProcessOutcome::stderr_tail`] from the last bytes of the command's stderr: a line cut
+    /// by the start of what was kept is dropped, and nothing is `None`.
+    pub fn stderr_tail_from(last: &[u8], whole: bool) -> Option<String> {
+        let mut kept = last;
+        if !whole {
+            // The buffer started mid-stream: skip to the first whole line, if there is one.
+            if let Some(newline) = kept.iter().position(|&b| b == b'\n') {
+                kept = &kept[newline + 1..];
+            }
+        }
+        let text = plain_text(&String::from_utf8_lossy(kept));
+        let text = text.trim();
+        (!text.is_empty()).then(|| text.to_string())
+    }
+
+    /// The last line of the command's stderr with text on it, at most 300 characters: the
+    /// line a failure's message quotes.
+    pub fn stderr_last_line(&self) -> Option<String> {
+        let line = self
+            .stderr_tail
+            .as_deref()?
+            .lines()
+            .map(str::trim)
+            .rfind(|line| !line.is_empty())?;
+        let mut shown: String = line.chars().take(300).collect();
+        if shown.len() < line.len() {
+            shown.push_str("...");
+        }
+        Some(shown)
     }
 
     pub fn bearing(&self) -> Bearing {
@@ -136,6 +173,29 @@ impl ProcessOutcome {
             code => Bearing::Failed(format!("the process exited with status {code}")),
         }
     }
+}
+
+/// `text` without terminal escapes (CSI sequences such as colours are dropped whole) and with
+/// every other control character but the newline made a space.
+fn plain_text(text: &str) -> String {
+    let mut plain = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && chars.peek() == Some(&'[') {
+            chars.next();
+            // Parameters and intermediates, up to the final byte (@ to ~).
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) {
+                    break;
+                }
+            }
+        } else if c.is_control() && c != '\n' {
+            plain.push(' ');
+        } else {
+            plain.push(c);
+        }
+    }
+    plain
 }
 
 /// The status a process ended by signal `number` is reported with: 128+N, as a shell does.

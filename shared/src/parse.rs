@@ -426,6 +426,9 @@ pub fn parse_with<D: Dialect>(
     if let Some(message) = drift {
         verdict.failure = Some(RunFailure::new(ErrorClass::MalformedStream, message));
     }
+    if events == 0 {
+        verdict.failure = nothing_printed(verdict.failure.take());
+    }
     Ok(Parsed {
         runtime: D::RUNTIME,
         verdict,
@@ -435,13 +438,45 @@ pub fn parse_with<D: Dialect>(
     })
 }
 
+/// The failure of a stream with no event at all. Every dialect fails it, most as a stream that
+/// never ended; the class says instead that the CLI never started talking, which is a different
+/// fault (see [`ErrorClass::NoOutput`]). A finding the dialect made elsewhere (Kimi's error on
+/// stderr) is more specific and is kept.
+fn nothing_printed(failure: Option<RunFailure>) -> Option<RunFailure> {
+    match failure {
+        Some(failure)
+            if !matches!(
+                failure.class,
+                ErrorClass::NoAgentEnd | ErrorClass::EmptyAnswer
+            ) =>
+        {
+            Some(failure)
+        }
+        _ => Some(RunFailure::new(
+            ErrorClass::NoOutput,
+            "the CLI printed nothing on stdout: it could not start, or ended before its first \
+             event",
+        )),
+    }
+}
+
 impl Parsed {
     /// Folds in how the process ended. A killed run is never a success: the stream is incomplete
     /// by construction, so `process` outranks the stream's own finding (which stays in the
     /// message). A plain nonzero exit fails the run too, but a failure the stream itself proved
     /// is the more specific class and is kept.
+    /// A failed run whose process exited nonzero, or printed nothing, also quotes the last line
+    /// of the command's stderr (kept by moot-run's status file): that is where a CLI that could
+    /// not start says why.
     pub fn fold_process(&mut self, outcome: ProcessOutcome) {
         self.fold_bearing(outcome.bearing());
+        if let (Some(failure), Some(said)) =
+            (self.verdict.failure.as_mut(), outcome.stderr_last_line())
+        {
+            if outcome.exit_code != 0 || failure.class == ErrorClass::NoOutput {
+                failure.message = format!("{}; its stderr ends: {said}", failure.message);
+            }
+        }
         self.process = Some(outcome);
     }
 

@@ -826,6 +826,11 @@ pub fn check_unknown_rows<D: moot::dialect::Dialect>(
         .collect();
     sum_in_parallel(&plain, |case| {
         let stream = std::fs::read(&case.input).expect("read case input");
+        if !has_a_row(&stream) {
+            // A row added to a stream with none is the CLI's first event: "printed nothing"
+            // (no_output) is then no longer true, by design.
+            return 0;
+        }
         let expected = verdict(envelope_of(new(), &stream, true));
         let mut compared = 0;
         for at in line_boundaries(&stream) {
@@ -842,6 +847,13 @@ pub fn check_unknown_rows<D: moot::dialect::Dialect>(
         }
         compared
     })
+}
+
+/// Whether `stream` has a line with anything on it (the parsers' first event).
+pub fn has_a_row(stream: &[u8]) -> bool {
+    stream
+        .split(|&b| b == b'\n')
+        .any(|line| !moot::ndjson::is_blank(line))
 }
 
 /// Where to cut a stream: every byte of a short one; in a long one every line boundary, every

@@ -265,9 +265,56 @@ fn json_is_one_document_with_every_row() {
     for s in scenarios {
         assert_eq!(
             s.as_object().unwrap().keys().collect::<Vec<_>>(),
-            ["scenario", "expected", "observed", "result", "seconds"]
+            ["scenario", "expected", "observed", "result", "why", "seconds"]
         );
     }
+    // A scenario that failed on an envelope that passed says no more than its verdict.
+    assert!(scenarios[1]["why"].is_null());
+}
+
+/// A CLI that cannot start (here: it cannot open its state) fails every scenario as
+/// `no_output`, and the row says why in the CLI's own words, in the table and in `--json`.
+#[test]
+fn a_cli_that_cannot_start_is_named_with_its_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("codex");
+    fs::write(
+        &program,
+        "#!/bin/sh\ncase \"$1\" in --version) echo 'codex-cli 0.171.0'; exit 0;; esac\n\
+         echo 'codex: cannot open state directory /state: Permission denied' >&2\nexit 1\n",
+    )
+    .unwrap();
+    fs::set_permissions(&program, fs::Permissions::from_mode(0o755)).unwrap();
+    let run = |json: bool| {
+        let mut command = doctor();
+        command
+            .arg("--program")
+            .arg(&program)
+            .args(["codex", "--scenario", "plain"]);
+        if json {
+            command.arg("--json");
+        }
+        command.output().unwrap()
+    };
+    let said = "its stderr ends: codex: cannot open state directory /state: Permission denied";
+    let out = run(true);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let plain = &report["runtimes"][0]["scenarios"][0];
+    assert_eq!(plain["observed"], "fail:no_output");
+    assert_eq!(plain["result"], "FAIL");
+    let why = plain["why"].as_str().unwrap();
+    assert!(
+        why.starts_with("the CLI printed nothing on stdout") && why.ends_with(said),
+        "{why}"
+    );
+    let table = String::from_utf8(run(false).stdout).unwrap();
+    let row = table.lines().find(|l| l.contains("| plain |")).unwrap();
+    assert!(
+        row.contains("| fail:no_output: the CLI printed nothing"),
+        "{row}"
+    );
+    assert!(row.contains(said), "{row}");
 }
 
 #[test]

@@ -320,6 +320,8 @@ struct Bench<'a> {
     state: PathBuf,
     /// The last version a run's stream named (`run.cli_version`).
     streamed: std::cell::RefCell<Option<String>>,
+    /// The last failed run's `run.error.message`: why, for a scenario that did not match.
+    failed_because: std::cell::RefCell<Option<String>>,
 }
 
 fn certify_into(
@@ -399,6 +401,7 @@ fn certify_into(
         workspace: dir_ws,
         state,
         streamed: Default::default(),
+        failed_because: Default::default(),
     };
     for scenario in SCENARIOS
         .iter()
@@ -447,6 +450,7 @@ fn absolute(path: &Path) -> Result<PathBuf> {
 impl Bench<'_> {
     fn scenario(&self, scenario: &'static Scenario) -> ScenarioReport {
         let started = Instant::now();
+        self.failed_because.take();
         let expected = scenario::expected(self.meta, self.certify, scenario);
         let observed = if expected == NOT_APPLICABLE {
             "-".to_string()
@@ -466,6 +470,7 @@ impl Bench<'_> {
             expected,
             observed,
             result,
+            why: self.failed_because.take().filter(|_| result == FAIL),
             seconds: started.elapsed().as_secs_f64(),
         }
     }
@@ -680,6 +685,9 @@ impl Bench<'_> {
             Some(envelope) => {
                 if let Some(version) = envelope["run"]["cli_version"].as_str() {
                     self.streamed.replace(Some(version.to_string()));
+                }
+                if let Some(message) = envelope["run"]["error"]["message"].as_str() {
+                    self.failed_because.replace(Some(message.to_string()));
                 }
                 scenario::observe(envelope, outcome.exit, self.meta.matrix.usage)
             }

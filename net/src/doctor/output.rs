@@ -48,6 +48,10 @@ pub struct ScenarioReport {
     pub observed: String,
     /// `pass`, `FAIL` or `n/a`.
     pub result: &'static str,
+    /// For a `FAIL` whose run failed, the envelope's `run.error.message`: the CLI's own words
+    /// (a CLI that could not start quotes its stderr there). The table shows it after the
+    /// observed verdict.
+    pub why: Option<String>,
     pub seconds: f64,
 }
 
@@ -94,13 +98,17 @@ impl Report {
                 )?;
             }
             for s in &rt.scenarios {
+                let observed = match &s.why {
+                    Some(why) => format!("{}: {why}", s.observed),
+                    None => s.observed.clone(),
+                };
                 writeln!(
                     out,
                     "| {} | {version} | {in_range} | {} | {} | {} | {} | {:.1} |",
                     rt.runtime,
                     s.scenario,
                     s.expected,
-                    cell(&s.observed),
+                    cell(&observed),
                     s.result,
                     s.seconds
                 )?;
