@@ -270,6 +270,72 @@ fn json_is_one_document_with_every_row() {
     }
     // A scenario that failed on an envelope that passed says no more than its verdict.
     assert!(scenarios[1]["why"].is_null());
+    // Not on a terminal: one line per CLI on stderr as it ends, for a log.
+    assert!(
+        stderr(&out).contains("moot-doctor: codex 0.172.1: 1 pass, 1 FAIL, 0 n/a ("),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// On a terminal each row comes as its scenario ends: the plain row is on the screen while the
+/// resume scenario's second turn still runs (the stub holds it until the test has read the row).
+#[test]
+fn on_a_terminal_each_row_comes_as_its_scenario_ends() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("go");
+    let program = right_stub_running(
+        dir.path(),
+        "cat <<'ROWS'",
+        &format!(
+            "case \"$*\" in *resume*) while [ ! -e {} ]; do sleep 0.05; done;; esac\n",
+            gate.display()
+        ),
+    );
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let mut child = doctor()
+        .arg("--program")
+        .arg(&program)
+        .args(["codex", "--scenario", "plain", "--scenario", "resume"])
+        .args(["--deadline", "30"])
+        .stdout(std::process::Stdio::from(pty.slave))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut screen = fs::File::from(pty.master);
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    let row_shown = |seen: &[u8]| {
+        String::from_utf8_lossy(seen)
+            .lines()
+            .any(|l| l.contains("| plain |") && l.trim_end().ends_with('|'))
+    };
+    // Until the plain row is whole, or the doctor is done (the read fails once it exits).
+    while !row_shown(&seen) {
+        match screen.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
+        }
+    }
+    let before = String::from_utf8_lossy(&seen).into_owned();
+    fs::write(&gate, "").unwrap();
+    while let Ok(n) = screen.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        seen.extend_from_slice(&buf[..n]);
+    }
+    child.wait().unwrap();
+    assert!(before.starts_with("| runtime | version |"), "{before}");
+    assert!(row_shown(before.as_bytes()), "{before}");
+    assert!(
+        !before.contains("| resume |"),
+        "the rows came together, at the end: {before}"
+    );
+    let all = String::from_utf8_lossy(&seen);
+    assert!(all.contains("| resume |"), "{all}");
+    assert!(all.contains("codex: "), "the wall time closes it: {all}");
 }
 
 /// A CLI that cannot start (here: it cannot open its state) fails every scenario as

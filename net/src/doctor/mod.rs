@@ -9,7 +9,7 @@ pub mod pipeline;
 pub mod scenario;
 
 use std::fs;
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -130,8 +130,24 @@ pub fn run(tool: &str, args: &DoctorArgs) -> Result<ExitCode> {
         ok: true,
         runtimes: Vec::new(),
     };
+    // On a terminal each row is printed as its scenario ends (a full run takes minutes);
+    // otherwise the table or the JSON comes at the end, and a log gets one line per CLI.
+    let live = !args.json && io::stdout().is_terminal();
+    if live {
+        output::table_header(&mut io::stdout().lock())?;
+    }
     for (meta, certify) in chosen {
-        let rt = certify_one(args, meta, certify);
+        let rt = certify_one(args, meta, certify, &mut |rt, scenario| {
+            if live {
+                // A row that cannot be shown now is still in the report's verdict.
+                let _ = rt.row(scenario, &mut io::stdout().lock());
+            }
+        });
+        if live {
+            rt.status_rows(&mut io::stdout().lock())?;
+        } else {
+            moot::eprintln_whole!("{tool}: {}", rt.summary());
+        }
         for s in rt.scenarios.iter().filter(|s| s.result == FAIL) {
             moot::eprintln_whole!(
                 "{tool}: {} {}: expected {}, observed {}",
@@ -170,7 +186,11 @@ pub fn run(tool: &str, args: &DoctorArgs) -> Result<ExitCode> {
             && (rt.in_range || !args.strict || rt.skipped.is_some());
         report.runtimes.push(rt);
     }
-    report.print(args.json, &mut io::stdout().lock())?;
+    if live {
+        report.wall_times(&mut io::stdout().lock())?;
+    } else {
+        report.print(args.json, &mut io::stdout().lock())?;
+    }
     Ok(if report.ok {
         ExitCode::SUCCESS
     } else {
@@ -253,7 +273,15 @@ fn certifiable() -> impl Iterator<Item = (&'static Meta, &'static Certify)> {
 }
 
 /// Certifies one runtime: never an `Err`, a problem is part of its report.
-fn certify_one(args: &DoctorArgs, meta: &'static Meta, certify: &'static Certify) -> RuntimeReport {
+/// What is told each scenario's row as it ends, with its runtime's report so far.
+type Progress<'a> = dyn FnMut(&RuntimeReport, &ScenarioReport) + 'a;
+
+fn certify_one(
+    args: &DoctorArgs,
+    meta: &'static Meta,
+    certify: &'static Certify,
+    progress: &mut Progress,
+) -> RuntimeReport {
     let started = Instant::now();
     let mut report = RuntimeReport {
         runtime: meta.name,
@@ -268,7 +296,7 @@ fn certify_one(args: &DoctorArgs, meta: &'static Meta, certify: &'static Certify
         scenarios: Vec::new(),
         seconds: 0.0,
     };
-    if let Err(problem) = certify_into(args, meta, certify, &mut report) {
+    if let Err(problem) = certify_into(args, meta, certify, &mut report, progress) {
         report.problem = Some(format!("{problem:#}"));
     }
     report.seconds = started.elapsed().as_secs_f64();
@@ -329,6 +357,7 @@ fn certify_into(
     meta: &'static Meta,
     certify: &'static Certify,
     report: &mut RuntimeReport,
+    progress: &mut Progress,
 ) -> Result<()> {
     let program = match &args.program {
         Some(path) => moot::program::resolve_program(path.as_os_str(), None)
@@ -407,7 +436,9 @@ fn certify_into(
         .iter()
         .filter(|s| args.scenarios.is_empty() || args.scenarios.iter().any(|n| n == s.name))
     {
-        report.scenarios.push(bench.scenario(scenario));
+        let row = bench.scenario(scenario);
+        progress(report, &row);
+        report.scenarios.push(row);
     }
     report.stream_version = bench.streamed.take();
     if let Some(keep) = &args.keep {

@@ -68,56 +68,119 @@ impl Report {
     }
 
     fn table(&self, out: &mut impl Write) -> io::Result<()> {
-        writeln!(
-            out,
-            "| runtime | version | in range | scenario | expected | observed | result | s |"
-        )?;
-        writeln!(out, "|---|---|---|---|---|---|---|---|")?;
+        table_header(out)?;
         for rt in &self.runtimes {
-            let version = rt.version.as_deref().unwrap_or("unknown");
-            let in_range = if rt.in_range {
-                "yes".to_string()
-            } else {
-                format!("no ({})", rt.known_good)
-            };
-            if let Some(why) = &rt.skipped {
-                writeln!(
-                    out,
-                    "| {} | {version} | - | - | - | skipped: {} | n/a | {:.1} |",
-                    rt.runtime,
-                    cell(why),
-                    rt.seconds
-                )?;
-            }
-            if let Some(problem) = &rt.problem {
-                let problem = cell(problem);
-                writeln!(
-                    out,
-                    "| {} | {version} | {in_range} | - | - | {problem} | FAIL | {:.1} |",
-                    rt.runtime, rt.seconds
-                )?;
-            }
-            for s in &rt.scenarios {
-                let observed = match &s.why {
-                    Some(why) => format!("{}: {why}", s.observed),
-                    None => s.observed.clone(),
-                };
-                writeln!(
-                    out,
-                    "| {} | {version} | {in_range} | {} | {} | {} | {} | {:.1} |",
-                    rt.runtime,
-                    s.scenario,
-                    s.expected,
-                    cell(&observed),
-                    s.result,
-                    s.seconds
-                )?;
-            }
+            rt.rows(out)?;
         }
+        self.wall_times(out)
+    }
+
+    /// The last lines of the table: each runtime's wall time.
+    pub fn wall_times(&self, out: &mut impl Write) -> io::Result<()> {
         for rt in &self.runtimes {
             writeln!(out, "{}: {:.1} s in all", rt.runtime, rt.seconds)?;
         }
         Ok(())
+    }
+}
+
+/// The table's head, printed once before the first row.
+pub fn table_header(out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "| runtime | version | in range | scenario | expected | observed | result | s |"
+    )?;
+    writeln!(out, "|---|---|---|---|---|---|---|---|")
+}
+
+impl RuntimeReport {
+    /// Every row of this runtime: why it was skipped or could not be certified, then its
+    /// scenarios.
+    pub fn rows(&self, out: &mut impl Write) -> io::Result<()> {
+        self.status_rows(out)?;
+        for s in &self.scenarios {
+            self.row(s, out)?;
+        }
+        Ok(())
+    }
+
+    /// The rows that say the runtime was skipped, or could not be certified at all.
+    pub fn status_rows(&self, out: &mut impl Write) -> io::Result<()> {
+        let version = self.version_cell();
+        if let Some(why) = &self.skipped {
+            writeln!(
+                out,
+                "| {} | {version} | - | - | - | skipped: {} | n/a | {:.1} |",
+                self.runtime,
+                cell(why),
+                self.seconds
+            )?;
+        }
+        if let Some(problem) = &self.problem {
+            writeln!(
+                out,
+                "| {} | {version} | {} | - | - | {} | FAIL | {:.1} |",
+                self.runtime,
+                self.in_range_cell(),
+                cell(problem),
+                self.seconds
+            )?;
+        }
+        Ok(())
+    }
+
+    /// One scenario's row, with why its run failed after the observed verdict.
+    pub fn row(&self, s: &ScenarioReport, out: &mut impl Write) -> io::Result<()> {
+        let observed = match &s.why {
+            Some(why) => format!("{}: {why}", s.observed),
+            None => s.observed.clone(),
+        };
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {:.1} |",
+            self.runtime,
+            self.version_cell(),
+            self.in_range_cell(),
+            s.scenario,
+            s.expected,
+            cell(&observed),
+            s.result,
+            s.seconds
+        )?;
+        out.flush()
+    }
+
+    /// One line for a log: what this runtime's certification came to.
+    pub fn summary(&self) -> String {
+        let count = |result: &str| self.scenarios.iter().filter(|s| s.result == result).count();
+        let outcome = match (&self.skipped, &self.problem) {
+            (Some(why), _) => format!("skipped: {why}"),
+            (None, Some(problem)) => format!("not certified: {problem}"),
+            (None, None) => format!(
+                "{} pass, {} FAIL, {} n/a",
+                count("pass"),
+                count("FAIL"),
+                count("n/a")
+            ),
+        };
+        format!(
+            "{} {}: {outcome} ({:.1} s)",
+            self.runtime,
+            self.version.as_deref().unwrap_or("(version unknown)"),
+            self.seconds
+        )
+    }
+
+    fn version_cell(&self) -> &str {
+        self.version.as_deref().unwrap_or("unknown")
+    }
+
+    fn in_range_cell(&self) -> String {
+        if self.in_range {
+            "yes".to_string()
+        } else {
+            format!("no ({})", self.known_good)
+        }
     }
 }
 
