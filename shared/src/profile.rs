@@ -614,6 +614,20 @@ pub fn exec_chain(program: &Path, path_var: Option<&std::ffi::OsStr>) -> Vec<Pat
     chain
 }
 
+/// How the CLI at `program` was installed, as its install files name it (`FROM=`): `npm` when
+/// its real file is in an npm tree, `pypi` when it is in a Python venv (pip, pipx, uv), `None`
+/// when neither (a native binary, a system package).
+pub fn install_kind(program: &Path) -> Option<&'static str> {
+    let real = fs::canonicalize(program).ok()?;
+    if npm_tree(&real).is_some() {
+        Some("npm")
+    } else if python_venv(program).is_some() || python_venv(&real).is_some() {
+        Some("pypi")
+    } else {
+        None
+    }
+}
+
 /// The outermost `node_modules` directory above `path`: an npm install resolves its packages
 /// anywhere in that tree.
 fn npm_tree(path: &Path) -> Option<PathBuf> {

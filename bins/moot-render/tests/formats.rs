@@ -612,6 +612,50 @@ fn list_json_is_the_whole_registry() {
     assert_eq!(one[0].name, "pi");
 }
 
+/// Kimi Code and the legacy kimi-cli are both `kimi`: `--list` tells which one PATH has by how
+/// it was installed (an npm tree, a Python venv), and counts a `kimi` it cannot place for both.
+#[test]
+fn list_tells_kimi_code_from_kimi_cli_by_how_it_was_installed() {
+    let installs = tempfile::tempdir().unwrap();
+    let npm = installs.path().join("npm/node_modules");
+    fs::create_dir_all(npm.join("@moonshot-ai/kimi-code/dist")).unwrap();
+    fs::create_dir_all(npm.join(".bin")).unwrap();
+    let script = npm.join("@moonshot-ai/kimi-code/dist/cli.js");
+    fs::write(&script, "#!/usr/bin/env node\n").unwrap();
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink(
+        "../@moonshot-ai/kimi-code/dist/cli.js",
+        npm.join(".bin/kimi"),
+    )
+    .unwrap();
+    let venv = installs.path().join("venv");
+    fs::create_dir_all(venv.join("bin")).unwrap();
+    fs::write(venv.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+    let unknown = installs.path().join("plain");
+    fs::create_dir_all(&unknown).unwrap();
+    for kimi in [venv.join("bin/kimi"), unknown.join("kimi")] {
+        fs::write(&kimi, "#!/bin/sh\n").unwrap();
+        fs::set_permissions(&kimi, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    for (bin, kimi_code, kimi_cli) in [
+        (npm.join(".bin"), true, false),
+        (venv.join("bin"), false, true),
+        (unknown, true, true),
+    ] {
+        let env = Env::new().var("PATH", bin.to_str().unwrap());
+        let out = env.run(&["--list", "--json"]);
+        assert_eq!((out.code, out.stderr.as_str()), (0, ""));
+        let entries: Vec<Entry> = serde_json::from_slice(&out.stdout).unwrap();
+        let installed = |name: &str| entries.iter().find(|e| e.name == name).unwrap().installed;
+        assert_eq!(
+            (installed("kimi"), installed("kimi-cli")),
+            (kimi_code, kimi_cli),
+            "{}",
+            bin.display()
+        );
+    }
+}
+
 #[test]
 fn list_json_is_read_by_jq() {
     let jq = std::path::Path::new("/usr/bin/jq");

@@ -313,11 +313,13 @@ fn list(tool: &str, args: &RenderArgs) -> anyhow::Result<ExitCode> {
     let entries: Vec<Entry> = metas
         .into_iter()
         .map(|meta| {
-            Entry::new(
+            let mut entry = Entry::new(
                 meta,
                 |name| nonblank(std::env::var(name).ok().as_deref()),
                 |exe| crate::program::find_on_path(exe).map(|p| p.display().to_string()),
-            )
+            );
+            entry.installed &= is_this_runtimes(meta, entry.path.as_deref());
+            entry
         })
         .collect();
     let mut out = io::stdout().lock();
@@ -325,6 +327,26 @@ fn list(tool: &str, args: &RenderArgs) -> anyhow::Result<ExitCode> {
         .and_then(|()| out.flush())
         .context("cannot write the registry")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether the CLI found on PATH for `meta` is this runtime's and not another's of the same
+/// executable name (Kimi Code and the legacy kimi-cli are both `kimi`): told apart, without
+/// running it, by how it was installed against the runtime's install file (`FROM=npm|pypi`).
+/// When that cannot be told, it counts for both.
+fn is_this_runtimes(meta: &Meta, path: Option<&str>) -> bool {
+    let shared = registry::all()
+        .iter()
+        .any(|other| other.name != meta.name && other.executable == meta.executable);
+    let (Some(path), Some(certify)) = (path, meta.doctor) else {
+        return true;
+    };
+    match (
+        certify.install_field("FROM"),
+        crate::profile::install_kind(std::path::Path::new(path)),
+    ) {
+        (Some(from), Some(kind)) if shared => from == kind,
+        _ => true,
+    }
 }
 
 /// Checks a session reference against the runtime's grammar, as its builder reads it for a
