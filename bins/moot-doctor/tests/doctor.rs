@@ -108,6 +108,15 @@ fn help_shows_examples_and_version_prints() {
     let out = doctor().arg("--help").output().unwrap();
     assert!(out.status.success());
     let help = String::from_utf8(out.stdout).unwrap();
+    // --serve's scenarios are listed, from the fake model's one list, and in the man page.
+    let man = fs::read_to_string(moot_e2e::root().join("man/moot-doctor.1")).unwrap();
+    for name in moot_net::fake_model::scenario::Scenario::NAMES {
+        assert!(help.contains(&format!(" {name}")), "--help lacks {name}");
+        assert!(
+            man.contains(&format!(".B {name}\n")) || man.contains(&format!(".BI \"{name} ")),
+            "moot-doctor.1 lacks {name}"
+        );
+    }
     for want in ["Examples:", "--program", "--keep", "--serve", "Exit status"] {
         assert!(help.contains(want), "--help lacks {want}");
     }

@@ -81,8 +81,8 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "N")]
     pub port: Option<u16>,
 
-    /// With --serve: the file whose first line names the scenario, re-read on every request.
-    #[arg(long, value_name = "FILE")]
+    // The help lists the fake model's scenarios from their one list.
+    #[arg(long, value_name = "FILE", help = serve_scenarios_help())]
     pub scenario_file: Option<PathBuf>,
 
     /// With --serve: write every request body into DIR.
@@ -112,6 +112,15 @@ pub struct DoctorArgs {
     /// parsers refuse as invalid.
     #[arg(long)]
     pub legacy_result: bool,
+}
+
+/// `--scenario-file`'s help: what the file holds, and every scenario `--serve` knows.
+fn serve_scenarios_help() -> String {
+    format!(
+        "With --serve: the file whose first line names the scenario, re-read on every request \
+         (`toolcmd CMD` runs CMD; an empty line is plain): {}",
+        fake_model::scenario::Scenario::NAMES.join(", ")
+    )
 }
 
 /// moot-doctor's body: serves, or certifies and prints the report.
