@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use moot::parse::{help_footer, run_parser_with, ParseArgs, EXIT_USAGE};
-use moot::runtime::kimi::{beside, stream::Kimi};
+use moot::runtime::kimi::beside::{self, Store};
+use moot::runtime::kimi::stream::Kimi;
 
 const TOOL: &str = "moot-parse-kimi";
 
@@ -27,27 +28,36 @@ struct Cli {
     /// Kimi Code's session store ($KIMI_CODE_HOME/sessions): once stdin ends, the final answer's
     /// finish reason is read there, since the stream is the same for a complete, a length-cut
     /// and a dropped answer. Anything but "completed", or a session the store does not have,
-    /// fails the run as truncated.
+    /// fails the run as truncated; so does a Kimi Code run without this flag, unless
+    /// --no-session-store is given.
     #[arg(long, value_name = "DIR")]
     session_store: Option<PathBuf>,
+
+    /// Accept a Kimi Code answer without its session store (a replay whose store is gone): a
+    /// length cut or a dropped stream then passes as complete. The legacy kimi-cli has no store
+    /// and needs neither flag.
+    #[arg(long, conflicts_with = "session_store")]
+    no_session_store: bool,
 }
 
 const EXAMPLES: &str = "\
 Examples:
-  kimi --print --output-format stream-json -p \"$PROMPT\" 2>err.txt >run.ndjson
+  kimi --print --output-format stream-json -p \"$PROMPT\" 2>err.txt >run.ndjson   # kimi-cli
   moot-parse-kimi --exit-code $? --stderr-file err.txt < run.ndjson
-  moot-run --status-file s.json -- kimi -p ... --output-format stream-json \\
-    | moot-parse-kimi --status-file s.json
-  moot-parse-kimi --text --exit-code 0 < run.ndjson   # only the answer, for adapter.sh";
+  moot-run --status-file s.json --stderr-file err.txt -- kimi -p ... --output-format stream-json \\
+    | moot-parse-kimi --status-file s.json --stderr-file err.txt \\
+        --session-store \"${KIMI_CODE_HOME:-$HOME/.kimi-code}/sessions\"   # Kimi Code
+  moot-parse-kimi --text --no-session-store --exit-code 0 < run.ndjson   # a replay, unchecked";
 
 fn main() -> ExitCode {
     moot::report::main::<Cli>(TOOL, EXIT_USAGE, EXIT_USAGE, |cli| {
         run_parser_with(TOOL, Kimi::default(), &cli.args, |kimi| {
-            beside::hand_in(
-                kimi,
-                cli.stderr_file.as_deref(),
-                cli.session_store.as_deref(),
-            )
+            let store = match (&cli.session_store, cli.no_session_store) {
+                (Some(dir), _) => Store::At(dir),
+                (None, true) => Store::Unchecked,
+                (None, false) => Store::NotGiven,
+            };
+            beside::hand_in(kimi, cli.stderr_file.as_deref(), store)
         })
     })
 }

@@ -70,3 +70,38 @@ fn help_shows_an_example_and_version_prints() {
 fn a_usage_error_is_one_line() {
     moot_testkit::check_usage_error(BIN, "moot-parse-kimi", 2);
 }
+
+/// A Kimi Code answer is checked against its session store or fails closed: without
+/// --session-store a complete-looking answer (here, one the provider cut at its length limit)
+/// is truncated, naming both ways on; --no-session-store accepts it unchecked; the two flags
+/// together are a usage error.
+#[test]
+fn kimi_code_without_its_session_store_fails_closed_unless_told() {
+    let cut = text_failure(
+        BIN,
+        "kimi",
+        "real-code-length-with-exit",
+        &["--exit-code", "0"],
+    );
+    assert!(
+        cut.starts_with("moot-parse-kimi: truncated: cannot verify that the answer is complete: ")
+            && cut.contains("--session-store DIR")
+            && cut.contains("--no-session-store"),
+        "{cut}"
+    );
+    let accepted = text_answer(
+        BIN,
+        "kimi",
+        "real-code-length-with-exit",
+        &["--exit-code", "0", "--no-session-store"],
+    );
+    assert!(!accepted.is_empty());
+    // The legacy kimi-cli has no store: its stream needs neither flag.
+    assert!(!text_answer(BIN, "kimi", "real-plain", &["--exit-code", "0"]).is_empty());
+    let both = std::process::Command::new(BIN)
+        .args(["--session-store", "/tmp", "--no-session-store"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(both.status.code(), Some(2));
+}
