@@ -17,11 +17,12 @@
 set -eu
 fail() { echo "ci-job: $1" >&2; exit "${2:-1}"; }
 [ $# = 2 ] || fail "usage: sh examples/ci-job.sh WORKTREE JOB" 2
-# Absolute, because moot-run --cwd starts omp there wherever this job runs: omp works in the
-# directory it starts in, whatever it is granted.
+# omp works in the directory it starts in, whatever it is granted: moot-run --cwd starts it in
+# the worktree wherever this job runs, and moot-render --cwd looks there for the repository
+# under review (what it must switch off or refuse), taking relative paths from there too.
 worktree=$(cd "$1" 2>/dev/null && pwd -P) || fail "no such worktree: $1" 2
-job=$2
-[ -f "$job" ] || fail "no such job file: $job" 2
+[ -f "$2" ] || fail "no such job file: $2" 2
+job=$(cd "$(dirname "$2")" && pwd -P)/$(basename "$2")
 provider=${MOOT_PROVIDER_URL:-}
 key=${MOOT_PROVIDER_KEY_FILE:-}
 [ -n "$provider" ] && [ -n "$key" ] || fail "set MOOT_PROVIDER_URL and MOOT_PROVIDER_KEY_FILE" 2
@@ -32,7 +33,7 @@ state=$(mktemp -d)
 trap 'rm -rf "$state"' EXIT
 
 moot-render omp --policy workspace-write --seat --deadline 600 --stage-dir "$stage/p" \
-    --add-dir "$worktree" --prompt-file "$job" |
+    --cwd "$worktree" --add-dir "$worktree" --prompt-file "$job" |
   moot-broker --forward "$provider" --key-file "$key" ${ca:+--upstream-ca "$ca"} -- \
   moot-run --deadline 600 --cwd "$worktree" --transcript "$stage/run.ndjson" \
     --status-file "$stage/status" --env-preset omp --protect "$worktree" --cleanup "$stage/p" \

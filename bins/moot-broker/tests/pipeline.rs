@@ -81,6 +81,7 @@ fn a_broker_that_never_starts_its_command_leaves_no_staged_prompt() {
             .env("TMPDIR", dir.path())
             .env("stage", &stage)
             .env("worktree", &worktree)
+            .env("job", worktree.join("job.md"))
             .env("OMP_AUTH_BROKER_URL", "http://127.0.0.1:9")
             .env("OMP_AUTH_BROKER_TOKEN_FILE", &token)
             .envs(env)

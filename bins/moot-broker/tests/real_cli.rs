@@ -278,6 +278,7 @@ fn run_pipeline(
         .env("TMPDIR", dir.path())
         .env("stage", &stage)
         .env("worktree", &worktree)
+        .env("job", dir.path().join("job.md"))
         .env("models", &models)
         .env("OMP_AUTH_BROKER_URL", upstream)
         .env("OMP_AUTH_BROKER_TOKEN_FILE", token_file(dir.path()))

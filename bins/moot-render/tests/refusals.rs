@@ -765,3 +765,48 @@ fn check_session_validates_a_reference_alone() {
     let mixed = env.run(&["codex", "--check-session", "last", "--", "x"]);
     assert_eq!(mixed.code, 2, "{}", mixed.stderr);
 }
+
+/// `--cwd DIR`: the repository under review is looked for in DIR, where the CLI will run, not
+/// where moot-render runs; relative paths are still taken from where moot-render runs; a DIR
+/// that is not a directory is refused.
+#[test]
+fn cwd_is_where_the_repository_under_review_is_looked_for() {
+    let env = Env::new();
+    let worktree = env.work().join("worktree");
+    fs::create_dir_all(worktree.join(".omp/tools")).unwrap();
+    fs::write(worktree.join("job.md"), "review").unwrap();
+    // From its own directory, moot-render sees no planted tool: the CLI's directory decides.
+    let elsewhere = env.run(&["omp", "--prompt-file", "worktree/job.md"]);
+    assert_eq!(elsewhere.code, 0, "{}", elsewhere.stderr);
+    let planted = worktree.join(".omp/tools");
+    refused(
+        &env,
+        &[
+            "omp",
+            "--cwd",
+            "worktree",
+            "--prompt-file",
+            "worktree/job.md",
+        ],
+        &format!(
+            "the working tree: {} is there, and omp runs the code it names at start-up whatever \
+             its flags say: remove it from the tree, or run another runtime",
+            planted.display()
+        ),
+    );
+    fs::remove_dir_all(worktree.join(".omp")).unwrap();
+    let taken = env.run(&[
+        "omp",
+        "--cwd",
+        "worktree",
+        "--prompt-file",
+        "worktree/job.md",
+    ]);
+    assert_eq!(taken.code, 0, "{}", taken.stderr);
+    fs::write(env.work().join("file"), "").unwrap();
+    refused(
+        &env,
+        &["omp", "--cwd", "file", "--", "x"],
+        "--cwd (file): not a directory",
+    );
+}

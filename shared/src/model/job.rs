@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
 use serde::Serialize;
@@ -146,8 +146,11 @@ pub struct Job {
 /// What a builder may know about the machine, probed once so builders stay pure functions.
 #[derive(Debug, Clone)]
 pub struct Host {
-    /// The job's working directory (moot-render's own: run it where the runtime will run).
+    /// The job's working directory, where the runtime will run: moot-render's own, or its
+    /// `--cwd` (moot-run's `--cwd` then starts the CLI there).
     pub cwd: PathBuf,
+    /// moot-render's own working directory, which relative paths on its command line name.
+    pub here: PathBuf,
     pub euid: u32,
     /// The git worktree containing `cwd`.
     pub worktree: Option<Worktree>,
@@ -162,11 +165,25 @@ pub struct Host {
 }
 
 impl Host {
-    /// Probes this process's working directory, user, temporary directory and environment.
-    pub fn probe() -> anyhow::Result<Self> {
-        use anyhow::Context;
-        let cwd = std::env::current_dir().context("cannot read the working directory")?;
-        let random: [u8; 22] = session::random_bytes().context("cannot read /dev/urandom")?;
+    /// Probes the job's working directory (`cwd`, else this process's), user, temporary
+    /// directory and environment. A `cwd` that is not a directory is refused.
+    pub fn probe(cwd: Option<&Path>) -> Result<Self, Refusal> {
+        let here = std::env::current_dir()
+            .map_err(|e| Refusal::new("host", format!("cannot read the working directory: {e}")))?;
+        let cwd = match cwd {
+            None => here.clone(),
+            Some(dir) => {
+                let absolute = here.join(dir);
+                if !absolute.is_dir() {
+                    return Err(
+                        Refusal::new("--cwd", "not a directory").value(dir.to_string_lossy())
+                    );
+                }
+                absolute
+            }
+        };
+        let random: [u8; 22] = session::random_bytes()
+            .map_err(|e| Refusal::new("host", format!("cannot read /dev/urandom: {e}")))?;
         let (uuid_bytes, suffix_bytes) = random.split_at(16);
         let mut uuid = [0u8; 16];
         uuid.copy_from_slice(uuid_bytes);
@@ -176,6 +193,7 @@ impl Host {
         Ok(Host {
             worktree: worktree::find(&cwd),
             cwd,
+            here,
             euid: nix::unistd::geteuid().as_raw(),
             fresh_uuid: session::uuid_v4(uuid),
             tmpdir,
@@ -398,6 +416,7 @@ pub(crate) mod testing {
     pub(crate) fn host() -> Host {
         Host {
             cwd: PathBuf::from("/"),
+            here: PathBuf::from("/"),
             euid: 1000,
             worktree: None,
             fresh_uuid: "0f8c1c3e-9a4b-4c1d-8e2f-123456789abc".into(),

@@ -116,6 +116,13 @@ pub struct JobArgs {
     #[arg(long, value_name = "REF", allow_hyphen_values = true)]
     pub session: Option<String>,
 
+    /// The directory the CLI will run in (give moot-run the same --cwd): the repository under
+    /// review is looked for there (what moot-render must switch off, or refuse). Relative paths
+    /// of the other flags are still taken from where moot-render runs. Default: moot-render's
+    /// own working directory.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<std::path::PathBuf>,
+
     /// Grant a writable directory (repeatable; writable grants come before readable ones).
     #[arg(long = "add-dir", value_name = "DIR")]
     pub add_dir: Vec<String>,
@@ -245,6 +252,7 @@ const DELIVERY_ARGS: &[&str] = &[
     "model",
     "effort",
     "session",
+    "cwd",
     "add_dir",
     "read_dir",
     "deadline",
@@ -275,7 +283,10 @@ pub fn run(tool: &str, args: &RenderArgs) -> anyhow::Result<ExitCode> {
             Err(refusal) => refuse(tool, &refusal),
         });
     }
-    let host = Host::probe()?;
+    let host = match Host::probe(args.job.cwd.as_deref()) {
+        Ok(host) => host,
+        Err(refusal) => return Ok(refuse(tool, &refusal)),
+    };
     let rendering = match prepare(args, &host) {
         Ok(rendering) => rendering,
         Err(refusal) => return Ok(refuse(tool, &refusal)),
@@ -357,7 +368,7 @@ pub fn check_session(runtime: &str, reference: &str) -> Result<(), Refusal> {
         session: reference.trim().to_string(),
         ..Job::default()
     };
-    let host = Host::probe().map_err(|e| Refusal::new("host", format!("{e:#}")))?;
+    let host = Host::probe(None)?;
     (meta.build)(&job, &host, &Delivery::inline("session check")).map(drop)
 }
 

@@ -329,7 +329,7 @@ fn resolve_effort(
 fn grants(flag: &str, dirs: &[String], host: &Host) -> Result<Vec<String>, Refusal> {
     dirs.iter()
         .map(|dir| {
-            let path = host.cwd.join(dir);
+            let path = host.here.join(dir);
             if dir.trim().is_empty() {
                 Err(
                     Refusal::new(flag, "an empty path (is the variable that names it set?)")
@@ -359,7 +359,7 @@ fn optional_file(
     if !supported {
         return Err(Refusal::new(flag, format!("{} has no such input", meta.name)).value(file));
     }
-    let path = host.cwd.join(file);
+    let path = host.here.join(file);
     // The type first: opening a FIFO would block until someone writes to it.
     let readable = std::fs::metadata(&path).and_then(|m| {
         if m.is_file() {
