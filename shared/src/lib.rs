@@ -32,6 +32,7 @@ pub mod seccomp;
 pub mod seconds;
 pub mod session;
 pub mod shell_quote;
+pub mod shim;
 pub mod sniff;
 pub mod stage;
 pub mod surrogate;

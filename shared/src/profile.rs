@@ -24,6 +24,7 @@ use crate::model::{Access, Needs, Place, PROXY_VARS};
 use crate::private_state::{read_operator_file, Carried, PrivateState};
 use crate::program::resolve_program;
 use crate::seat_proxy::{self, SeatProxy};
+use crate::shim;
 
 /// A declared place on this machine: where it is, and making it when the CLI would.
 trait PlaceOnHost {
@@ -216,7 +217,7 @@ pub fn derive(
         path_var: path_var.as_deref(),
         homes: &homes,
     };
-    install_tree(runtime, program, &host, &mut profile, 0)?;
+    install_tree(runtime, program, &Link::Program, &host, &mut profile, 0)?;
     // Where the CLI's places are: in the private state, or (for a CLI that writes none, or a
     // place no variable of the state moves) where the operator has them.
     let private = match state {
@@ -471,25 +472,48 @@ impl Host<'_> {
     }
 }
 
-/// How deep `#!` interpreters may chain (the kernel allows 4 levels).
-const MAX_INTERPRETERS: usize = 4;
+/// How deep a program's links may chain: `#!` interpreters (the kernel allows 4 levels) and
+/// the programs shell shims exec.
+const MAX_LINKS: usize = 6;
+
+/// One file the kernel executes to start a program, and why: the program, the `#!` interpreter
+/// of a script, or what a shell shim execs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Link {
+    Program,
+    Interpreter(PathBuf),
+    ShimTarget(PathBuf),
+}
+
+impl fmt::Display for Link {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Link::Program => write!(f, "the program itself"),
+            Link::Interpreter(script) => write!(f, "the #! interpreter of {}", script.display()),
+            Link::ShimTarget(shim) => write!(f, "what the shim {} executes", shim.display()),
+        }
+    }
+}
 
 /// Grants what running `program` reads and executes: its directory, its real location, the
-/// npm package tree or Python venv it lives in, and the same for its `#!` interpreter.
+/// npm package tree or Python venv it lives in, and the same for its `#!` interpreter and for
+/// what it execs when it is a shell shim. A version manager's shim is refused (src/shim.rs).
 fn install_tree(
     runtime: &str,
     program: &Path,
+    link: &Link,
     host: &Host,
     profile: &mut Profile,
     depth: usize,
 ) -> anyhow::Result<()> {
-    let what = if depth == 0 {
-        format!("{runtime}'s program")
-    } else {
-        format!("{runtime}'s #! interpreter")
+    let what = match link {
+        Link::Program => format!("{runtime}'s program"),
+        Link::Interpreter(_) => format!("{runtime}'s #! interpreter"),
+        Link::ShimTarget(shim) => format!("{runtime}'s shim {}: what it executes", shim.display()),
     };
     let real = fs::canonicalize(program)
         .with_context(|| format!("{what} ({}): cannot resolve it", program.display()))?;
+    refuse_dispatcher(&what, program, &real, link)?;
     for executable in [program, real.as_path()] {
         if let Some(dir) = executable.parent() {
             // A program in the home (or in /) is granted alone, never its directory.
@@ -533,13 +557,40 @@ fn install_tree(
     else {
         return Ok(());
     };
-    if depth >= MAX_INTERPRETERS {
+    if depth >= MAX_LINKS {
         anyhow::bail!(
-            "{what} ({}): too many levels of #! interpreters",
+            "{what} ({}): too many levels of #! interpreters and shims",
             real.display()
         );
     }
-    install_tree(runtime, &resolved, host, profile, depth + 1)
+    let interpreted = Link::Interpreter(real.clone());
+    install_tree(runtime, &resolved, &interpreted, host, profile, depth + 1)?;
+    for target in shim::exec_targets(&real, &resolved, host.path_var) {
+        let shimmed = Link::ShimTarget(program.to_path_buf());
+        install_tree(runtime, &target, &shimmed, host, profile, depth + 1)?;
+    }
+    Ok(())
+}
+
+/// A version manager's shim picks the real program as it runs, from version files in the
+/// working directory (in a job, the repository under review's, which would choose the code the
+/// seat runs): refused, with the command that prints the real program to put first on PATH.
+fn refuse_dispatcher(what: &str, program: &Path, real: &Path, link: &Link) -> anyhow::Result<()> {
+    let Some((manager, which)) = shim::dispatcher(real) else {
+        return Ok(());
+    };
+    // The name the shim was run as: what the manager is asked for.
+    let shim = match link {
+        Link::ShimTarget(shim) => shim.as_path(),
+        _ => program,
+    };
+    let name = shim.file_name().unwrap_or_default().to_string_lossy();
+    anyhow::bail!(
+        "{what} ({}) is a {manager} shim: {manager} picks the real program as it runs, from \
+         the working directory's version files, and no profile can follow it; put the real \
+         program first on PATH: PATH=\"$(dirname \"$({which} {name})\")\":$PATH",
+        shim.display()
+    )
 }
 
 /// The files the resolvers read in an npm install's root. (bun's and node's list the root to
@@ -595,23 +646,44 @@ fn interpreter(real: &Path, path_var: Option<&std::ffi::OsStr>) -> anyhow::Resul
     })
 }
 
-/// The files the kernel executes to start `program`, real paths: the program, then each `#!`
-/// interpreter in turn (as far as they resolve), so a denied exec can name the file denied.
-pub fn exec_chain(program: &Path, path_var: Option<&std::ffi::OsStr>) -> Vec<PathBuf> {
+/// The files the kernel executes to start `program`, real paths, and why each: the program,
+/// each `#!` interpreter in turn and what a shell shim execs (as far as they resolve), so a
+/// denied exec can name the file denied.
+pub fn exec_chain(program: &Path, path_var: Option<&std::ffi::OsStr>) -> Vec<(PathBuf, Link)> {
     let mut chain = Vec::new();
-    let mut next = Some(program.to_path_buf());
-    while let Some(current) = next.take() {
-        let Ok(real) = fs::canonicalize(&current) else {
-            chain.push(current);
-            break;
-        };
-        chain.push(real.clone());
-        if chain.len() > MAX_INTERPRETERS {
-            break;
-        }
-        next = interpreter(&real, path_var).ok().flatten();
-    }
+    walk_exec_chain(program, Link::Program, path_var, &mut chain, 0);
     chain
+}
+
+fn walk_exec_chain(
+    file: &Path,
+    link: Link,
+    path_var: Option<&std::ffi::OsStr>,
+    chain: &mut Vec<(PathBuf, Link)>,
+    depth: usize,
+) {
+    let Ok(real) = fs::canonicalize(file) else {
+        chain.push((file.to_path_buf(), link));
+        return;
+    };
+    chain.push((real.clone(), link));
+    let Some(interpreter) = interpreter(&real, path_var).ok().flatten() else {
+        return;
+    };
+    if depth >= MAX_LINKS {
+        return;
+    }
+    walk_exec_chain(
+        &interpreter,
+        Link::Interpreter(real.clone()),
+        path_var,
+        chain,
+        depth + 1,
+    );
+    for target in shim::exec_targets(&real, &interpreter, path_var) {
+        let shimmed = Link::ShimTarget(file.to_path_buf());
+        walk_exec_chain(&target, shimmed, path_var, chain, depth + 1);
+    }
 }
 
 /// How the CLI at `program` was installed, as its install files name it (`FROM=`): `npm` when

@@ -1429,3 +1429,104 @@ fn an_npm_install_in_the_home_does_not_grant_the_home() {
         }
     }
 }
+
+/// A shell shim that `exec`s the real CLI from another tree (a wrapper on PATH, as asdf, mise,
+/// nvm and volta installs look): the profile follows it; without a grant for the real CLI, the
+/// refusal names the file the shim executes. A version manager's shim, which picks the program
+/// as it runs, is refused with the command that names the real program.
+#[test]
+fn a_profile_follows_a_shell_shim_and_refuses_a_version_managers() {
+    if !kernel_has(
+        1,
+        "a_profile_follows_a_shell_shim_and_refuses_a_version_managers",
+    ) {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let root_path = fs::canonicalize(root.path()).unwrap();
+    let (modules, _) = npm_install(&root_path);
+    let shims = root_path.join("shims");
+    fs::create_dir(&shims).unwrap();
+    let shim = shims.join("tool");
+    write_with_mode(
+        &shim,
+        format!(
+            "#!/bin/sh\n# a wrapper\nexec \"{}\" \"$@\"\n",
+            modules.join(".bin/tool").display()
+        ),
+        0o755,
+    );
+    // The CLI's interpreter is on PATH, the CLI itself only behind the shim.
+    let path = format!(
+        "{}:{}:/usr/bin:/bin",
+        shims.display(),
+        modules.join("fakebun/bin").display()
+    );
+    let home = root_path.join("home");
+    fs::create_dir(&home).unwrap();
+    let state = root_path.join("state");
+    let run = |flags: &[&str]| sandboxed_tool(&path, &home, flags).output().unwrap();
+    let profile = ["--profile", "pi", "--state", state.to_str().unwrap()];
+
+    let profiled = run(&profile);
+    assert_eq!(stdout(&profiled), "ran\n", "{}", stderr(&profiled));
+    let printed = stdout(&run(&[&profile[..], &["--print-profile"]].concat()));
+    assert!(
+        printed.contains(&format!(
+            "--rx {}\t# pi's shim {}: what it executes is in this npm package tree\n",
+            modules.display(),
+            shim.display()
+        )),
+        "{printed}"
+    );
+
+    let bare = run(&[]);
+    assert_eq!(bare.status.code(), Some(126));
+    assert_eq!(
+        stderr(&bare),
+        format!(
+            "moot-sandbox: cannot run ({shim}): the sandbox denies executing {script} (what the \
+             shim {shim} executes): grant it with --rx {dir}, or let --profile RUNTIME derive \
+             what the CLI needs\n",
+            shim = shim.display(),
+            script = modules.join("pkg/dist/cli.js").display(),
+            dir = modules.join("pkg/dist").display(),
+        )
+    );
+
+    // pyenv's shims are scripts that exec pyenv; mise's are links to mise.
+    let manager = root_path.join("manager");
+    fs::create_dir(&manager).unwrap();
+    for name in ["pyenv", "mise"] {
+        write_with_mode(manager.join(name), "#!/bin/sh\necho ran\n", 0o755);
+    }
+    let cases = [("pyenv", "pyenv which"), ("mise", "mise which")];
+    for (manager_name, which) in cases {
+        fs::remove_file(&shim).unwrap();
+        if manager_name == "pyenv" {
+            write_with_mode(
+                &shim,
+                format!(
+                    "#!/usr/bin/env bash\nprogram=\"${{0##*/}}\"\nexec \"{}\" exec \"$program\" \
+                     \"$@\"\n",
+                    manager.join("pyenv").display()
+                ),
+                0o755,
+            );
+        } else {
+            std::os::unix::fs::symlink(manager.join("mise"), &shim).unwrap();
+        }
+        let refused = run(&profile);
+        assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+        let message = stderr(&refused);
+        assert!(
+            message.starts_with("moot-sandbox: ")
+                && message.contains(&format!("({}) is a {manager_name} shim: ", shim.display()))
+                && message.ends_with(&format!(
+                    "put the real program first on PATH: PATH=\"$(dirname \"$({which} tool)\")\":$PATH\n"
+                ))
+                && message.lines().count() == 1,
+            "{message}"
+        );
+    }
+}

@@ -42,13 +42,7 @@ pub(super) fn denied_exec(
     profile: Option<&str>,
 ) -> Option<anyhow::Error> {
     let chain = profile::exec_chain(program, std::env::var_os("PATH").as_deref());
-    let denied = chain.iter().position(|file| !policy.executes(file))?;
-    let file = &chain[denied];
-    let role = if denied == 0 {
-        "the program itself".to_string()
-    } else {
-        format!("the #! interpreter of {}", chain[denied - 1].display())
-    };
+    let (file, link) = chain.iter().find(|(file, _)| !policy.executes(file))?;
     let dir = file.parent().unwrap_or(Path::new("/"));
     let hint = match profile {
         Some(runtime) => format!(
@@ -62,7 +56,7 @@ pub(super) fn denied_exec(
         ),
     };
     Some(anyhow!(
-        "cannot run ({}): the sandbox denies executing {} ({role}): {hint}",
+        "cannot run ({}): the sandbox denies executing {} ({link}): {hint}",
         program.display(),
         file.display()
     ))
