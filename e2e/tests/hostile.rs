@@ -8,7 +8,6 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use moot_e2e::tool;
 use tempfile::TempDir;
@@ -99,16 +98,10 @@ fn bystanders(tools: &Tools, uid: Option<u32>) -> Vec<Child> {
 fn wait_for_exec(child: &Child, program: &Path) {
     let program = std::fs::canonicalize(program).unwrap();
     let exe = format!("/proc/{}/exe", child.id());
-    let started = Instant::now();
-    while std::fs::read_link(&exe).ok().as_ref() != Some(&program) {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "{} never executed {}",
-            child.id(),
-            program.display()
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let what = format!("{} executing {}", child.id(), program.display());
+    moot_testkit::wait_for(&what, || {
+        (std::fs::read_link(&exe).ok().as_ref() == Some(&program)).then_some(())
+    });
 }
 
 fn scan(order: &str, uid: Option<u32>) -> String {

@@ -322,15 +322,18 @@ mod tests {
                         let started = std::time::Instant::now();
                         let mut stream = std::net::TcpStream::connect(address).unwrap();
                         stream
-                            .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+                            .set_read_timeout(Some(std::time::Duration::from_secs(20)))
                             .unwrap();
                         let _ = stream.write_all(&head);
                         let mut text = Vec::new();
-                        let _ = stream.read_to_end(&mut text);
-                        (
-                            String::from_utf8_lossy(&text).into_owned(),
-                            started.elapsed(),
-                        )
+                        // The server's close is an end of file; the client's own timeout an
+                        // error, which no answer of the server's can look like.
+                        let closed = stream.read_to_end(&mut text).is_ok();
+                        let mut answer = String::from_utf8_lossy(&text).into_owned();
+                        if !closed {
+                            answer.push_str("<the client gave up: the server held the connection>");
+                        }
+                        (answer, started.elapsed())
                     });
                     *answer = client.await.unwrap();
                 }
@@ -341,14 +344,12 @@ mod tests {
 
     #[test]
     fn a_head_never_finished_is_dropped_after_the_header_timeout() {
-        let (_, took) = raw_answer(b"GET /v1/healthz HTTP/1.1\r\nHost: x\r\n".to_vec());
+        let (answer, took) = raw_answer(b"GET /v1/healthz HTTP/1.1\r\nHost: x\r\n".to_vec());
         assert!(took >= SHORT_HEADER_TIMEOUT, "{took:?}");
-        // Not held to hyper's default of 30 s (the client gives up at 30): a bound no busy
-        // machine comes near, unlike a multiple of the timeout.
-        assert!(
-            took < std::time::Duration::from_secs(25),
-            "the slow client was held {took:?}"
-        );
+        // Closed by the server, not held until the client gave up (at 20 s, twenty times the
+        // timeout and short of hyper's default of 30 s, so a server that kept the default
+        // fails here).
+        assert!(!answer.contains("the client gave up"), "{answer:?}");
     }
 
     #[test]

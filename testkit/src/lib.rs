@@ -18,6 +18,29 @@ pub mod fake_upstream;
 pub mod fs;
 pub mod realcli;
 
+/// How long a test waits for a state it expects before it calls the wait a hang. A guard, not a
+/// speed requirement: what the tests wait for takes well under a second on an idle machine, and
+/// the guard only turns a broken build into a failure instead of a stuck CI job, so no busy
+/// machine comes near it. No test asserts how long something took.
+pub const HANG_GUARD: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Polls `ready` until it gives a value and returns it; fails the test, saying it never saw
+/// `what`, once [`HANG_GUARD`] has passed.
+#[track_caller]
+pub fn wait_for<T>(what: &str, mut ready: impl FnMut() -> Option<T>) -> T {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(value) = ready() {
+            return value;
+        }
+        assert!(
+            started.elapsed() < HANG_GUARD,
+            "{what}: not seen in {HANG_GUARD:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// Set (to anything) by `.ci/run`: a test that cannot run here fails instead of skipping, so a
 /// CI machine without the kernel or the tools a test needs never passes it silently.
 pub const NO_SKIP: &str = "MOOT_NO_SKIP";
@@ -452,17 +475,14 @@ pub fn check_activity_and_completion(bin: &str, dialect: &str) {
     let mut stdin = child.stdin.take().expect("stdin");
     stdin.write_all(&lines[..written].concat()).expect("feed");
     stdin.flush().expect("flush");
-    // Waits on the token, which the parser must write while its stdin stays open; the bound
-    // only turns a parser that never writes it into a failure instead of a hang.
-    let waited = std::time::Instant::now();
-    while !token.exists() {
-        assert!(
-            waited.elapsed() < std::time::Duration::from_secs(60),
-            "{dialect}/{}: no token after line {written} while the stream stays open",
+    // Waits on the token, which the parser must write while its stdin stays open.
+    wait_for(
+        &format!(
+            "{dialect}/{}: the token after line {written} while the stream stays open",
             case.name
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+        ),
+        || token.exists().then_some(()),
+    );
     for line in &lines[written..] {
         stdin.write_all(line).expect("feed the rest");
     }

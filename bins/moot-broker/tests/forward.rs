@@ -314,14 +314,9 @@ fn the_command_gets_the_proxy_and_its_token_and_never_the_key() {
             "x-api-key",
         ],
     );
-    let started = std::time::Instant::now();
-    while !work.join("env").exists() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the command never ran"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    support::wait_for("the command's run", || {
+        work.join("env").exists().then_some(())
+    });
     let env = std::fs::read_to_string(work.join("env")).unwrap();
     assert!(!env.contains(REAL_KEY), "{env}");
     // Only the key's own variable gets the token, not every one its name begins.
@@ -361,7 +356,7 @@ fn the_command_gets_the_proxy_and_its_token_and_never_the_key() {
     assert_eq!(seen[0].headers["x-api-key"], REAL_KEY);
 
     std::fs::write(work.join("done"), "").unwrap();
-    let (status, stderr) = support::wait_output(&mut child, Duration::from_secs(20));
+    let (status, stderr) = support::wait_output(&mut child);
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert!(support::port_closed(port.trim().parse().unwrap()));
 }
@@ -421,7 +416,7 @@ fn a_forward_that_would_leak_or_has_no_key_is_refused() {
         ),
     ] {
         let mut child = forwarding(dir.path(), &flags);
-        let (status, stderr) = support::wait_output(&mut child, Duration::from_secs(20));
+        let (status, stderr) = support::wait_output(&mut child);
         assert_eq!(status.code(), Some(2), "{flags:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
         assert!(stderr.starts_with("moot-broker: "), "{stderr}");
@@ -484,14 +479,9 @@ fn an_interrupt_inherited_as_ignored_stays_ignored() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let started = std::time::Instant::now();
-    while !dir.path().join("ran").exists() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the command never ran"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    support::wait_for("the command's run", || {
+        dir.path().join("ran").exists().then_some(())
+    });
     let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
     let mask = |field: &str| {
         let line = status.lines().find_map(|l| l.strip_prefix(field)).unwrap();
@@ -507,7 +497,7 @@ fn an_interrupt_inherited_as_ignored_stays_ignored() {
     )
     .unwrap();
     std::fs::write(dir.path().join("done"), "").unwrap();
-    let (status, stderr) = support::wait_output(&mut child, Duration::from_secs(20));
+    let (status, stderr) = support::wait_output(&mut child);
     assert_eq!(status.code(), Some(0), "{stderr}");
 }
 
@@ -624,19 +614,12 @@ while [ ! -e "$WAIT/done" ]; do sleep 0.05; done
         let mut child = moot_testkit::with_default_signals(&mut command)
             .spawn()
             .unwrap();
-        let started = std::time::Instant::now();
-        while !wait.join("pid").exists() {
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "the seat never ran"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        support::wait_for("the seat's run", || wait.join("pid").exists().then_some(()));
         let pid = std::fs::read_to_string(wait.join("pid")).unwrap();
         let proc_of = |what: &str| std::fs::read(format!("/proc/{}/{what}", pid.trim())).unwrap();
         let seen_in_proc = [proc_of("environ"), proc_of("cmdline")].concat();
         std::fs::write(wait.join("done"), "").unwrap();
-        let (status, stdout, stderr) = support::wait_all(&mut child, Duration::from_secs(30));
+        let (status, stdout, stderr) = support::wait_all(&mut child);
         assert_eq!(status.code(), Some(0), "{stderr}");
         (stdout, seen_in_proc)
     };

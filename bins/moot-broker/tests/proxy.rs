@@ -174,9 +174,9 @@ fn the_proxy_shows_one_provider_and_keeps_every_write_local() {
     assert_eq!(held.status, StatusCode::NOT_MODIFIED);
     assert!(held.took >= Duration::from_millis(700), "{:?}", held.took);
     assert_eq!(held.etag.as_deref(), Some(etag.as_str()));
+    // Without `wait` nothing holds it: no change is coming, and it is answered all the same.
     let at_once = poll(&running, "/v1/snapshot", &etag);
     assert_eq!(at_once.status, StatusCode::NOT_MODIFIED);
-    assert!(at_once.took < Duration::from_millis(500));
 
     // The stream starts with the filtered snapshot; a local block follows as an entry event.
     let stream_block =
@@ -202,19 +202,23 @@ fn the_proxy_shows_one_provider_and_keeps_every_write_local() {
     assert_eq!(cleared.body, json!({"ok": true}));
     let etag = get("/v1/snapshot", Some(&bearer)).etag.unwrap();
 
-    // A block is kept locally and shows in the snapshot; a long-poll wakes for it.
+    // A block is kept locally and shows in the snapshot; a long-poll wakes for it. The poll
+    // asks to be held for the longest wait: held to its end it would answer 304, so the 200
+    // is the wake (were the block in before the poll, that 200 is the stale ETag's, also right).
     let block = json!({"providerKey": "kimi-code:api_key", "blockScope": "", "blockedUntilMs": 4_000_000_000_000u64});
-    assert_eq!(
-        post(
-            &format!("/v1/credential/{OWN_ID}/block"),
-            Some(block.clone())
-        )
-        .body,
-        json!({"ok": true})
-    );
-    let blocked = poll(&running, "/v1/snapshot?wait=5000", &etag);
+    let blocked = std::thread::scope(|scope| {
+        let held = scope.spawn(|| poll(&running, "/v1/snapshot?wait=30000", &etag));
+        assert_eq!(
+            post(
+                &format!("/v1/credential/{OWN_ID}/block"),
+                Some(block.clone())
+            )
+            .body,
+            json!({"ok": true})
+        );
+        held.join().unwrap()
+    });
     assert_eq!(blocked.status, StatusCode::OK);
-    assert!(blocked.took < Duration::from_secs(2));
     assert_eq!(blocked.body["credentials"][0]["blocks"], json!([block]));
     let deleted = delete_blocks();
     assert_eq!(deleted.body, json!({"ok": true}));
@@ -382,18 +386,12 @@ fn a_killed_broker_leaves_no_seat_behind() {
         "kimi-code/k3",
         &["sh", "-c", &script],
     );
-    let started = Instant::now();
-    let command: i32 = loop {
-        // The seat is written before the command starts: wait for the command itself.
-        if let Some(pid) = std::fs::read_to_string(&pid_file)
+    // The seat is written before the command starts: wait for the command itself.
+    let command: i32 = wait_for("the command's pid", || {
+        std::fs::read_to_string(&pid_file)
             .ok()
             .and_then(|text| text.trim().parse().ok())
-        {
-            break pid;
-        }
-        assert!(started.elapsed() < Duration::from_secs(20), "no command");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    });
     // The same shell started by this test directly: what the test itself passes down.
     let baseline = dir.path().join("baseline.fds");
     let status = std::process::Command::new("sh")
@@ -422,7 +420,7 @@ fn a_killed_broker_leaves_no_seat_behind() {
         "no guard among moot-broker's children: {names:?}"
     );
     nix::sys::signal::kill(broker, Signal::SIGKILL).unwrap();
-    let (status, _) = wait_output(&mut running.child, Duration::from_secs(20));
+    let (status, _) = wait_output(&mut running.child);
     assert_eq!(status.code(), None, "SIGKILL ended it");
     // Running, not a zombie its new parent has yet to reap.
     let alive = || {
@@ -434,16 +432,9 @@ fn a_killed_broker_leaves_no_seat_behind() {
                 .starts_with(|c| c != 'Z')
         })
     };
-    let started = Instant::now();
-    while running.seat.exists() || alive() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "seat left: {}, command alive: {}",
-            running.seat.exists(),
-            alive()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for("the seat's removal and the command's end", || {
+        (!running.seat.exists() && !alive()).then_some(())
+    });
     assert!(port_closed(running.port()), "the proxy outlived the broker");
 }
 

@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use moot::outcome::ProcessOutcome;
 use moot_testkit::fs::{mode, write_with_mode};
@@ -17,8 +17,7 @@ use nix::unistd::Pid;
 
 const BIN: &str = env!("CARGO_BIN_EXE_moot-run");
 
-/// Generous bound for "it did not hang"; never a performance assertion.
-const HANG: Duration = Duration::from_secs(30);
+use moot_testkit::{wait_for, HANG_GUARD};
 
 fn moot_run(args: &[&str]) -> Command {
     let mut command = Command::new(BIN);
@@ -126,14 +125,7 @@ fn rest_of_stderr(child: &mut Child) -> String {
 
 /// Waits for `child` to exit, failing the test if it hangs.
 fn wait_bounded(child: &mut Child) -> std::process::ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return status;
-        }
-        assert!(start.elapsed() < HANG, "moot-run hung");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for("moot-run's exit", || child.try_wait().expect("try_wait"))
 }
 
 /// Live (not zombie) processes whose process group is `pgid`, read from /proc.
@@ -161,37 +153,21 @@ fn live_members(pgid: u32) -> Vec<u32> {
 /// Asserts that no live process is left in group `pgid` (SIGKILL is asynchronous, so it may take
 /// a moment for the kernel to finish them).
 fn assert_group_gone(pgid: u32) {
-    let start = Instant::now();
-    loop {
-        let left = live_members(pgid);
-        if left.is_empty() {
-            return;
-        }
-        assert!(
-            start.elapsed() < HANG,
-            "processes {left:?} of group {pgid} outlived moot-run"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for(&format!("the end of group {pgid}'s processes"), || {
+        live_members(pgid).is_empty().then_some(())
+    });
 }
 
 fn assert_process_gone(pid: u32) {
-    let start = Instant::now();
-    loop {
+    wait_for(&format!("the end of process {pid}"), || {
         let state = fs::read_to_string(format!("/proc/{pid}/stat"))
             .ok()
             .and_then(|stat| {
                 stat.rsplit_once(')')
                     .map(|(_, rest)| rest.trim().to_string())
             });
-        match state {
-            None => return,
-            Some(rest) if rest.starts_with('Z') => return,
-            Some(_) => {}
-        }
-        assert!(start.elapsed() < HANG, "process {pid} outlived moot-run");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        state.is_none_or(|rest| rest.starts_with('Z')).then_some(())
+    });
 }
 
 #[test]
@@ -238,13 +214,11 @@ fn stderr_file_takes_the_commands_stderr() {
 
 #[test]
 fn deadline_ends_the_whole_group_with_124_within_the_grace() {
-    let start = Instant::now();
     let (out, status) = sh_writing(
         &["--deadline", "1"],
         "--status-file",
         "sleep 100 & sleep 100",
     );
-    assert!(start.elapsed() < HANG);
     assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
     assert_eq!(stderr(&out), "");
     let outcome = status_file(&status);
@@ -253,7 +227,7 @@ fn deadline_ends_the_whole_group_with_124_within_the_grace() {
     assert_eq!(outcome.signal.as_deref(), Some("SIGTERM"));
     let elapsed = outcome.elapsed_ms.expect("elapsed_ms");
     assert!(elapsed >= 1000, "killed before the deadline: {elapsed} ms");
-    assert!(elapsed < 6000, "not within the 5 s grace: {elapsed} ms");
+    // SIGTERM, not the grace's SIGKILL, is what ended it (the status says which).
     assert_group_gone(outcome.pid.expect("pid"));
 }
 
@@ -439,23 +413,15 @@ fn argv_on_stdin_must_be_nul_terminated() {
 /// that was not ready yet.
 fn wait_until_blocked(pid: u32, signal: Signal) {
     let bit = 1u64 << (signal as i32 - 1);
-    let started = Instant::now();
-    loop {
+    wait_for(&format!("{pid} blocking {signal}"), || {
         let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
         let blocked = status
             .lines()
             .find_map(|line| line.strip_prefix("SigBlk:"))
             .map(|mask| u64::from_str_radix(mask.trim(), 16).unwrap())
             .unwrap();
-        if blocked & bit != 0 {
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "{pid} never blocked {signal}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+        (blocked & bit != 0).then_some(())
+    });
 }
 
 #[test]
@@ -593,7 +559,7 @@ fn a_status_file_that_cannot_be_written_is_moot_runs_failure() {
 }
 
 /// Runs `command` with stdout and stderr on pipes, reading both to end of file on threads:
-/// fails the test if either is still open `HANG` after moot-run exits (a process that kept
+/// fails the test if either is still open [`HANG_GUARD`] after moot-run exits (a process that kept
 /// the caller's output open would make a caller waiting for end of file hang).
 fn output_reaching_eof(mut command: Command) -> Output {
     let mut child = command
@@ -614,9 +580,9 @@ fn output_reaching_eof(mut command: Command) -> Output {
     let stderr = reader(Box::new(child.stderr.take().unwrap()));
     let status = wait_bounded(&mut child);
     let eof = |receiver: std::sync::mpsc::Receiver<Vec<u8>>, what: &str| {
-        receiver
-            .recv_timeout(HANG)
-            .unwrap_or_else(|_| panic!("moot-run's {what} was still open {HANG:?} after it exited"))
+        receiver.recv_timeout(HANG_GUARD).unwrap_or_else(|_| {
+            panic!("moot-run's {what} was still open {HANG_GUARD:?} after it exited")
+        })
     };
     Output {
         status,
@@ -658,7 +624,6 @@ fn nothing_the_command_started_outlives_moot_run_setsid_and_double_forks_include
          sh -c '(setsid sleep {marker} &) ; exit 0' </dev/null >/dev/null 2>&1; \
          echo started; exec sleep 100"
     );
-    let started = Instant::now();
     let out = output_reaching_eof(moot_run(&[
         "--deadline",
         "2",
@@ -671,7 +636,6 @@ fn nothing_the_command_started_outlives_moot_run_setsid_and_double_forks_include
     ]));
     assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
     assert_eq!(out.stdout, b"started\n");
-    assert!(started.elapsed() < HANG);
     let left = live_with_marker(marker);
     assert!(
         left.is_empty(),

@@ -225,8 +225,9 @@ fn a_slow_stream_is_flushed_frame_by_frame_at_its_pace() {
                 arrivals.push(started.elapsed());
             }
         }
-        // The role chunk and the first piece come at once, the next ones a quarter second apart.
-        assert!(arrivals[0] < Duration::from_millis(200), "{arrivals:?}");
+        // The pieces come a quarter second apart, each as it is written: a stream buffered to
+        // its end would bring them together. (Only lower bounds: a busy machine makes gaps
+        // longer, never shorter.)
         assert!(
             arrivals[3] - arrivals[1] >= Duration::from_millis(450),
             "{arrivals:?}"

@@ -12,6 +12,7 @@ use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use moot_net::http::{self, Body};
 use moot_testkit::fake_upstream::{api_key_entry, Behaviour, FakeUpstream};
+pub use moot_testkit::{wait_for, HANG_GUARD};
 use serde_json::{json, Value};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_moot-broker");
@@ -103,19 +104,11 @@ impl Running {
             .spawn()
             .unwrap();
         let config = seat.join("home/.omp/agent/config.yml");
-        let started = Instant::now();
-        let text = loop {
-            if let Ok(text) = std::fs::read_to_string(&config) {
-                if text.contains("token:") {
-                    break text;
-                }
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "no seat config"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let text = wait_for("the seat's config", || {
+            std::fs::read_to_string(&config)
+                .ok()
+                .filter(|text| text.contains("token:"))
+        });
         let value = |key: &str| {
             text.lines()
                 .find_map(|l| l.trim().strip_prefix(key))
@@ -140,7 +133,7 @@ impl Running {
     /// The seat and the proxy's port must be gone afterwards.
     pub fn stop(mut self, signal: nix::sys::signal::Signal) -> (std::process::ExitStatus, String) {
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), signal).unwrap();
-        let output = wait_output(&mut self.child, Duration::from_secs(20));
+        let output = wait_output(&mut self.child);
         assert!(!self.seat.exists(), "the seat outlived {signal}");
         assert!(port_closed(self.port()), "the proxy outlived {signal}");
         assert_eq!(output.0.code(), Some(128 + signal as i32), "{}", output.1);
@@ -148,16 +141,16 @@ impl Running {
     }
 }
 
-/// Waits up to `limit` for `child`, then returns its status and stderr.
-pub fn wait_output(child: &mut Child, limit: Duration) -> (std::process::ExitStatus, String) {
-    let (status, _stdout, stderr) = wait_all(child, limit);
+/// Waits for `child` (at most [`HANG_GUARD`]), then returns its status and stderr.
+pub fn wait_output(child: &mut Child) -> (std::process::ExitStatus, String) {
+    let (status, _stdout, stderr) = wait_all(child);
     (status, stderr)
 }
 
-/// Waits up to `limit` for `child` while draining its piped stdout and stderr (a full pipe
-/// would stall it: omp's event stream alone can outgrow one), then returns its status and both
-/// outputs. Past `limit` it is killed and the panic shows what it had printed.
-pub fn wait_all(child: &mut Child, limit: Duration) -> (std::process::ExitStatus, String, String) {
+/// Waits for `child` while draining its piped stdout and stderr (a full pipe would stall it:
+/// omp's event stream alone can outgrow one), then returns its status and both outputs. Past
+/// [`HANG_GUARD`] it is killed and the panic shows what it had printed.
+pub fn wait_all(child: &mut Child) -> (std::process::ExitStatus, String, String) {
     fn drain(pipe: Option<impl std::io::Read + Send + 'static>) -> std::thread::JoinHandle<String> {
         std::thread::spawn(move || {
             let mut text = Vec::new();
@@ -174,11 +167,11 @@ pub fn wait_all(child: &mut Child, limit: Duration) -> (std::process::ExitStatus
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
-        if started.elapsed() >= limit {
+        if started.elapsed() >= HANG_GUARD {
             let _ = child.kill();
             let _ = child.wait();
             panic!(
-                "moot-broker did not end in {limit:?}; its stderr:\n{}",
+                "moot-broker did not end in {HANG_GUARD:?}; its stderr:\n{}",
                 stderr.join().unwrap()
             );
         }
