@@ -22,7 +22,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 REALCLI_DIR=${REALCLI_DIR:-${TMPDIR:-/tmp}/moot-realcli}
 MOOT_BIN=$(cd "${MOOT_BIN:-$root/target/debug}" && pwd)
-SCENARIOS=${ONLY:-plain shell outside example gitplant homeplant nokey envleak homeinstall repoplant forge detach error length drop deadline bigprompt resume asks activity marker tools managed start health}
+SCENARIOS=${ONLY:-plain toolwrite outside example gitplant homeplant nokey envleak homeinstall repoplant forge detach fatal length drop deadline bigprompt resume asks activity marker tools managed start health}
 # The managed-session and lifecycle scenarios run through the adapter alone (they are its
 # contract); each applies to the CLIs it names.
 ADAPTER_ONLY=" activity marker tools managed start health "
@@ -444,7 +444,7 @@ check() {
             $run "Inspect the workspace."
             [ "$status" = 0 ] && grep -q gitmoot_result "$out" || echo "exit $status: $(head -c 300 "$err")"
             ;;
-        shell)
+        toolwrite)
             echo toolwrite >"$scenario_file"
             $run "Run the tool."
             if [ "$status" != 0 ] || [ ! -e "$ws/created_by_agent.txt" ]; then
@@ -690,10 +690,10 @@ print(" ".join(next(e for e in json.load(sys.stdin) if e["name"] == sys.argv[1])
                 echo "exit $status after ${took}s: $(head -c 300 "$err")"
             fi
             ;;
-        error | length | drop)
+        fatal | length | drop)
             # The provider error is one no client retries (HTTP 400): 5xx is retried with
             # backoff by every CLI for up to minutes, which is their business, not moot's.
-            if [ "$scenario" = error ]; then echo fatal; else echo "$scenario"; fi >"$scenario_file"
+            echo "$scenario" >"$scenario_file"
             $run "Inspect the workspace." "$([ "$scenario" = drop ] && echo "${drop_deadline:-}")"
             # A CLI may recover (claude retries a dropped stream without streaming): success is
             # then right, but only with the whole answer. A cut one must never pass.
@@ -701,9 +701,9 @@ print(" ".join(next(e for e in json.load(sys.stdin) if e["name"] == sys.argv[1])
                 echo "a cut $scenario answer passed as success: $(head -c 200 "$out")"
             elif [ "$status" != 0 ] && [ -s "$out" ]; then
                 echo "a failed run (exit $status) printed an answer: $(head -c 200 "$out")"
-            elif [ "$status" = 0 ] && [ "$scenario" = error ]; then
+            elif [ "$status" = 0 ] && [ "$scenario" = fatal ]; then
                 echo "a provider error passed as success"
-            elif [ "$scenario" = error ] && [ "$via" = adapter ] && [ -n "$stderr_flag" ]; then
+            elif [ "$scenario" = fatal ] && [ "$via" = adapter ] && [ -n "$stderr_flag" ]; then
                 # One line names the cause and the kept file with the CLI's whole stderr.
                 local kept
                 kept=$(sed -n "s/.*(the CLI's full stderr: \(.*\))\$/\1/p" "$err")

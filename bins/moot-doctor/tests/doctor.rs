@@ -117,6 +117,32 @@ fn help_shows_examples_and_version_prints() {
             "moot-doctor.1 lacks {name}"
         );
     }
+    // One set of scenario names: a certified scenario named like a fake model's runs that one,
+    // the others are runs the end-to-end suite knows by the same name; all are in --help and in
+    // the man page.
+    let fake = moot_net::fake_model::scenario::Scenario::NAMES;
+    let e2e = fs::read_to_string(moot_e2e::root().join("scripts/realcli/e2e.sh")).unwrap();
+    let e2e_names = e2e
+        .lines()
+        .find_map(|line| line.strip_prefix("SCENARIOS=${ONLY:-"))
+        .unwrap()
+        .trim_end_matches('}');
+    for scenario in moot_net::doctor::scenario::SCENARIOS {
+        let name = scenario.name;
+        assert!(
+            name == scenario.fake || !fake.contains(&name),
+            "{name} names another scenario of the fake model's than the one it runs"
+        );
+        assert!(
+            fake.contains(&name) || e2e_names.split(' ').any(|n| n == name),
+            "{name} is neither the fake model's nor the end-to-end suite's"
+        );
+        assert!(help.contains(name), "--help lacks {name}");
+        assert!(
+            man.contains(&format!(".TP\n.B {name}\n")),
+            "moot-doctor.1 lacks {name}"
+        );
+    }
     for want in ["Examples:", "--program", "--keep", "--serve", "Exit status"] {
         assert!(help.contains(want), "--help lacks {want}");
     }
@@ -439,11 +465,11 @@ fn a_deep_tree_the_cli_left_is_removed() {
         .env("TMPDIR", temp.path())
         .arg("--program")
         .arg(&program)
-        .args(["codex", "--scenario", "plain", "--scenario", "error"]);
+        .args(["codex", "--scenario", "plain", "--scenario", "fatal"]);
     moot_testkit::fs::limit_open_files(&mut command, 256);
     let out = command.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    // The stub answers the error scenario too, so that one differs; the plain one, run in the
+    // The stub answers the fatal scenario too, so that one differs; the plain one, run in the
     // first workspace, passes.
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stdout.contains("| plain | ok | ok | pass |"), "{stdout}");
@@ -490,16 +516,16 @@ fn keep_leaves_every_transcript_envelope_and_stderr() {
             "--scenario",
             "plain",
             "--scenario",
-            "error",
+            "fatal",
             "--keep",
         ])
         .arg(&keep)
         .output()
         .unwrap();
-    // The stub answers the error scenario too: that one differs.
+    // The stub answers the fatal scenario too: that one differs.
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let kept = keep.join("codex");
-    for scenario in ["plain", "error"] {
+    for scenario in ["plain", "fatal"] {
         let transcript = fs::read_to_string(kept.join(format!("{scenario}.ndjson"))).unwrap();
         assert_eq!(transcript, format!("{}\n", turn.join("\n")), "{scenario}");
         let envelope: Value =

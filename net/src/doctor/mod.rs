@@ -64,8 +64,8 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
 
-    /// Run only this scenario (repeatable; default: all of them).
-    #[arg(long = "scenario", value_name = "NAME")]
+    // The help lists the scenarios from their one list.
+    #[arg(long = "scenario", value_name = "NAME", help = certify_scenarios_help())]
     pub scenarios: Vec<String>,
 
     /// The deadline of one run, in seconds.
@@ -112,6 +112,15 @@ pub struct DoctorArgs {
     /// parsers refuse as invalid.
     #[arg(long)]
     pub legacy_result: bool,
+}
+
+/// `--scenario`'s help: every scenario moot-doctor certifies.
+fn certify_scenarios_help() -> String {
+    let names: Vec<&str> = scenario::SCENARIOS.iter().map(|s| s.name).collect();
+    format!(
+        "Run only this scenario (repeatable; default: all of them): {}",
+        names.join(", ")
+    )
 }
 
 /// `--scenario-file`'s help: what the file holds, and every scenario `--serve` knows.

@@ -38,14 +38,16 @@ pub enum Check {
 /// The file the fake model's `toolwrite` scenario has the agent create.
 pub const WRITTEN_FILE: &str = "created_by_agent.txt";
 
-/// Where the `repo` scenario's planted code would leave its markers, in the workspace (the one
+/// Where the `repoplant` scenario's planted code would leave its markers, in the workspace (the one
 /// place the seat lets it write).
 pub const PLANT_MARKS: &str = ".repo-marks";
 
 /// A word only the first turn of the resume scenario carries.
 pub const RESUME_MARKER: &str = "ZEBRA-41";
 
-/// Every scenario, in the order the doctor runs and prints them.
+/// Every scenario, in the order the doctor runs and prints them. A name the fake model also
+/// has means its scenario (checked); the others (`repoplant`, `resume`) are runs built on one,
+/// named as the end-to-end suite (scripts/realcli/e2e.sh) names them.
 pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "plain",
@@ -55,14 +57,14 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "a plain answer ending in a valid gitmoot_result",
     },
     Scenario {
-        name: "tool",
+        name: "toolwrite",
         fake: "toolwrite",
         expect: "ok",
         check: Check::WroteFile,
         about: "a shell tool call that writes a file in the workspace",
     },
     Scenario {
-        name: "error",
+        name: "fatal",
         fake: "fatal",
         expect: "fail:model_error",
         check: Check::Verdict,
@@ -97,7 +99,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "one HTTP 429 with retry-after, then the plain answer",
     },
     Scenario {
-        name: "repo",
+        name: "repoplant",
         fake: "toolwrite",
         expect: "ok",
         check: Check::LoadsNothing,

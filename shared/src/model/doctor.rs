@@ -22,7 +22,7 @@ pub struct Certify {
     /// `(scenario, expected verdict)` in the doctor's notation (`ok`, `fail:<class>`, classes
     /// joined by `|` when either is right). net/src/doctor/ checks every name and verdict here.
     pub differs: &'static [(&'static str, &'static str)],
-    /// The repository files the `repo` scenario plants in the workspace, `(path, text)`: every
+    /// The repository files the `repoplant` scenario plants in the workspace, `(path, text)`: every
     /// file of `testdata/repoplant/<runtime>/` that runs code or moves the provider when the CLI
     /// loads it. Its code writes a marker below `@MARK@` (the scenario's marker directory).
     pub plants: &'static [(&'static str, &'static str)],
