@@ -27,6 +27,9 @@ SHELL_SCRIPTS := $(shell find scripts fuzz examples -name '*.sh' -not -path '*/t
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --all-targets -- -D warnings
+# The fuzz crate is outside the workspace (it needs libFuzzer): checked here, so a change
+# of the library's API that breaks it fails before make fuzz-short's build.
+	$(CARGO) clippy --locked --manifest-path fuzz/Cargo.toml --bins -- -D warnings
 	@if command -v shellcheck >/dev/null; then \
 		echo "shellcheck -S warning $(SHELL_SCRIPTS)"; shellcheck -S warning $(SHELL_SCRIPTS); \
 	elif [ -n "$$MOOT_NO_SKIP" ]; then \

@@ -461,6 +461,7 @@ impl RenderFixture {
         nix::unistd::dup2(null.as_raw_fd(), 0).map_err(io::Error::from)?;
         let host = Host {
             worktree: worktree::find(&repo),
+            here: repo.clone(),
             cwd: repo,
             euid: nix::unistd::geteuid().as_raw(),
             fresh_uuid: "0b6c3f4e-8a4e-4c1b-9d2a-6f1e2d3c4b5a".to_string(),
