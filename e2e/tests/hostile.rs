@@ -33,17 +33,8 @@ struct Tools {
 impl Tools {
     fn for_user(uid: Option<u32>) -> Self {
         let copies = uid.map(|_| {
-            let dir = tempfile::Builder::new()
-                .prefix("moot-hostile")
-                .tempdir_in("/tmp")
-                .unwrap();
-            set_mode(dir.path(), 0o755);
-            for name in ["moot-parse-omp", "moot-run", "moot-sandbox"] {
-                let copy = dir.path().join(name);
-                std::fs::copy(tool(name), &copy).unwrap();
-                set_mode(&copy, 0o755);
-            }
-            dir
+            let built = ["moot-parse-omp", "moot-run", "moot-sandbox"].map(tool);
+            moot_testkit::fs::copies_anyone_can_run(&built.each_ref().map(PathBuf::as_path))
         });
         Tools { copies }
     }

@@ -280,6 +280,28 @@ mod tests {
         }
     }
 
+    /// Every preset keeps its CLI's documented key variables, the variables that name a proxy
+    /// (the profile grants their ports) and what the proxy is not for: a runner behind an egress
+    /// proxy reaches its provider.
+    #[test]
+    fn every_preset_keeps_its_keys_and_the_proxy_variables() {
+        let network = [
+            "NO_PROXY",
+            "no_proxy",
+            "SSL_CERT_FILE",
+            "NODE_EXTRA_CA_CERTS",
+        ];
+        for meta in crate::registry::all() {
+            let names = meta.env.keys.iter().chain(PROXY_VARS).chain(&network);
+            for var in names {
+                let kept = curate([(OsString::from(var), OsString::from("x"))], meta, &[]);
+                assert_eq!(kept.vars.len(), 1, "{}: {var} is dropped", meta.name);
+            }
+        }
+        let codex = preset("codex").unwrap();
+        assert!(codex.env.keys.contains(&"OPENAI_API_KEY"));
+    }
+
     /// Every runtime's preset keeps the variables its sandbox profile reads.
     #[test]
     fn every_preset_keeps_what_the_profile_reads() {

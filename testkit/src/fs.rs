@@ -38,3 +38,23 @@ pub fn limit_open_files(command: &mut Command, limit: u64) {
         });
     }
 }
+
+/// Copies of `programs` in a fresh directory of /tmp that any user may enter and run, for a test
+/// that runs them as another user: the clone may sit in a home or a `mktemp -d` that other users
+/// cannot enter, and a test must not depend on where it was cloned. Each copy keeps its file
+/// name; the directory and the copies go when it is dropped.
+pub fn copies_anyone_can_run(programs: &[&Path]) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("moot-copies")
+        .tempdir_in("/tmp")
+        .expect("a directory in /tmp");
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).expect("chmod 755");
+    for program in programs {
+        let copy = dir
+            .path()
+            .join(program.file_name().expect("a program's name"));
+        fs::copy(program, &copy).expect("copy the program");
+        fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).expect("chmod 755");
+    }
+    dir
+}

@@ -614,9 +614,13 @@ while [ ! -e "$WAIT/done" ]; do sleep 0.05; done
         let mut child = moot_testkit::with_default_signals(&mut command)
             .spawn()
             .unwrap();
-        support::wait_for("the seat's run", || wait.join("pid").exists().then_some(()));
-        let pid = std::fs::read_to_string(wait.join("pid")).unwrap();
-        let proc_of = |what: &str| std::fs::read(format!("/proc/{}/{what}", pid.trim())).unwrap();
+        // The whole pid: the shell makes the file before it writes it.
+        let pid: u32 = support::wait_for("the seat's pid", || {
+            std::fs::read_to_string(wait.join("pid"))
+                .ok()
+                .and_then(|text| text.trim().parse().ok())
+        });
+        let proc_of = |what: &str| std::fs::read(format!("/proc/{pid}/{what}")).unwrap();
         let seen_in_proc = [proc_of("environ"), proc_of("cmdline")].concat();
         std::fs::write(wait.join("done"), "").unwrap();
         let (status, stdout, stderr) = support::wait_all(&mut child);

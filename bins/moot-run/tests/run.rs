@@ -1427,8 +1427,16 @@ fn cleanup_of_a_tree_it_cannot_empty_removes_nothing() {
     }
     fs::set_permissions(scratch.join("nested"), fs::Permissions::from_mode(0o500)).unwrap();
     let mut command = moot_run_at("--cleanup", &scratch, &["--", "true"]);
-    if as_nobody {
-        command.uid(65534).gid(65534);
+    // As nobody, a copy nobody can run: the clone may be in a directory only we can enter.
+    let copies = as_nobody.then(|| moot_testkit::fs::copies_anyone_can_run(&[Path::new(BIN)]));
+    if let Some(copies) = &copies {
+        let args: Vec<_> = command.get_args().map(ToOwned::to_owned).collect();
+        command = Command::new(copies.path().join("moot-run"));
+        command
+            .args(args)
+            .stdin(Stdio::null())
+            .uid(65534)
+            .gid(65534);
     }
     let out = output(command);
     assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
