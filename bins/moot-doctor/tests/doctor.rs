@@ -103,6 +103,28 @@ fn usage_errors_exit_2_with_one_line() {
     }
 }
 
+/// A CLI that is not installed: named, its row shows no version to judge, and with nothing on
+/// PATH the refusal names each executable once (Kimi Code and kimi-cli share `kimi`).
+#[test]
+fn a_cli_that_is_not_installed_is_named_as_such() {
+    let empty = tempfile::tempdir().unwrap();
+    let out = doctor()
+        .env("PATH", empty.path())
+        .args(["codex", "--scenario", "plain"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("| codex | - | - |"), "{table}");
+    assert!(!table.contains("unknown"), "{table}");
+
+    let out = doctor().env("PATH", empty.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let text = stderr(&out);
+    assert!(text.starts_with("moot-doctor: none of "), "{text}");
+    assert_eq!(text.matches("kimi,").count(), 1, "{text}");
+}
+
 #[test]
 fn help_shows_examples_and_version_prints() {
     let out = doctor().arg("--help").output().unwrap();

@@ -252,7 +252,13 @@ fn choose(args: &DoctorArgs) -> Result<Vec<(&'static Meta, &'static Certify)>, S
             .filter(|(meta, _)| moot::program::find_on_path(meta.executable).is_some())
             .collect();
         if found.is_empty() {
-            let names: Vec<&str> = certifiable().map(|(m, _)| m.executable).collect();
+            // Kimi Code and kimi-cli share `kimi`: each name once.
+            let mut names: Vec<&str> = Vec::new();
+            for (meta, _) in certifiable() {
+                if !names.contains(&meta.executable) {
+                    names.push(meta.executable);
+                }
+            }
             return Err(format!(
                 "none of {} is on PATH; install one or name a RUNTIME with --program",
                 names.join(", ")

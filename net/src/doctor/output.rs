@@ -171,12 +171,20 @@ impl RuntimeReport {
         )
     }
 
+    /// A CLI that was not found has no version to judge: `-` in both cells, and the problem
+    /// says why.
     fn version_cell(&self) -> &str {
-        self.version.as_deref().unwrap_or("unknown")
+        match (&self.program, &self.version) {
+            (None, _) => "-",
+            (_, Some(version)) => version,
+            (_, None) => "unknown",
+        }
     }
 
     fn in_range_cell(&self) -> String {
-        if self.in_range {
+        if self.program.is_none() {
+            "-".to_string()
+        } else if self.in_range {
             "yes".to_string()
         } else {
             format!("no ({})", self.known_good)
