@@ -337,8 +337,13 @@ fn the_command_gets_the_proxy_and_its_token_and_never_the_key() {
         format!("{}/v1", provider.origin)
     );
     assert!(value("MOOT_PROXY_KEY_PRINT").starts_with(&format!("v1:{}:", REAL_KEY.len())));
-    let port = std::fs::read_to_string(work.join("port")).unwrap();
-    assert_eq!(url, format!("http://127.0.0.1:{}", port.trim()));
+    // Written after the environment, and not at once: waited for until it parses.
+    let port: u16 = support::wait_for("the command's port", || {
+        std::fs::read_to_string(work.join("port"))
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+    });
+    assert_eq!(url, format!("http://127.0.0.1:{port}"));
     assert!(token.starts_with("moot-") && token.len() > 40, "{token}");
     http::runtime().unwrap().block_on(async {
         assert_eq!(
