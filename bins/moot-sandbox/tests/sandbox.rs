@@ -1524,3 +1524,68 @@ fn a_profile_follows_a_shell_shim_and_refuses_a_version_managers() {
         );
     }
 }
+
+/// A root CI job's seat as another user, in a worktree below a directory only root may enter
+/// (a 0700 home or `mktemp -d`): refused before anything runs, naming the directory and the
+/// fix, rather than failing later as the CLI's own EACCES. Once the directory is enterable the
+/// seat runs; a worktree the user cannot write is named too, and so is a working directory.
+#[test]
+fn a_seat_user_that_cannot_reach_its_grants_is_refused_naming_the_directory() {
+    if !root_with_landlock(
+        1,
+        "a_seat_user_that_cannot_reach_its_grants_is_refused_naming_the_directory",
+    ) {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let parent = fs::canonicalize(root.path()).unwrap();
+    let worktree = parent.join("wt");
+    fs::create_dir(&worktree).unwrap();
+    fs::set_permissions(&worktree, fs::Permissions::from_mode(0o777)).unwrap();
+    fs::set_permissions(&parent, fs::Permissions::from_mode(0o700)).unwrap();
+    let wt = worktree.to_str().unwrap();
+    let touch = format!("touch {wt}/made && echo made");
+    let seat = |cwd: &Path, extra: &[&str]| {
+        let mut args = vec!["--user", "65534:65534"];
+        args.extend(extra);
+        args.extend(["--", "sh", "-c", &touch]);
+        Command::new(BIN)
+            .args(&args)
+            .current_dir(cwd)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let refused = seat(Path::new("/"), &["--rw", wt]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert_eq!(
+        stderr(&refused),
+        format!(
+            "moot-sandbox: --user (65534:65534): cannot reach {wt} (--rw): the seat's user may \
+             not enter {dir} (owner 0, group 0, mode 0700); make it enterable (chmod o+x {dir}) \
+             or move what the seat needs out from under it\n",
+            dir = parent.display()
+        )
+    );
+    assert!(!worktree.join("made").exists());
+    let from_inside = seat(&worktree, &["--rw", "/tmp"]);
+    assert_eq!(from_inside.status.code(), Some(2));
+    assert!(
+        stderr(&from_inside).contains(&format!("cannot reach {wt} (the working directory)")),
+        "{}",
+        stderr(&from_inside)
+    );
+
+    fs::set_permissions(&parent, fs::Permissions::from_mode(0o711)).unwrap();
+    let ran = seat(&worktree, &["--rw", wt]);
+    assert_eq!(stdout(&ran), "made\n", "{}", stderr(&ran));
+
+    fs::set_permissions(&worktree, fs::Permissions::from_mode(0o755)).unwrap();
+    let unwritable = seat(Path::new("/"), &["--rw", wt]);
+    assert_eq!(unwritable.status.code(), Some(2));
+    assert!(
+        stderr(&unwritable).contains("the seat's user lacks read, write, search/execute on it"),
+        "{}",
+        stderr(&unwritable)
+    );
+}

@@ -48,7 +48,8 @@ use check::{check, Support};
 use descriptors::{close_inherited_descriptors, hand_files};
 use policy::{denied_exec, open_rules, remedy, restrict_self, verify, Policy};
 use seat::{
-    give_up_privileges, limit_processes, proxy_env, refuse_granted_key, seat_argv, seat_proxy,
+    give_up_privileges, limit_processes, proxy_env, refuse_granted_key, refuse_unreachable,
+    seat_argv, seat_proxy,
 };
 
 /// `--check` could not write its report (stdout closed or full).
@@ -266,6 +267,11 @@ fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusa
             status: EXIT_CANNOT_INVOKE as u8,
             error: denied,
         });
+    }
+    if let Some(identity) = &identity {
+        let chain = crate::profile::exec_chain(&program, std::env::var_os("PATH").as_deref());
+        let files: Vec<PathBuf> = chain.into_iter().map(|(file, _)| file).collect();
+        refuse_unreachable(args, identity, &files)?;
     }
     let rules = open_rules(&policy.paths)?;
 

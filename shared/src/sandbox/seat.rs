@@ -3,9 +3,11 @@
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context};
-use nix::unistd::geteuid;
+use nix::fcntl::AtFlags;
+use nix::unistd::{geteuid, AccessFlags};
 
 use crate::model::PROXY_VARS;
 use crate::privilege::{self, CapSets, Identity};
@@ -159,4 +161,149 @@ pub(super) fn give_up_privileges(
         )));
     }
     Ok(())
+}
+
+/// What the seat's user must reach, and what it must be able to do there.
+struct Reach<'a> {
+    path: &'a Path,
+    flag: &'static str,
+    access: AccessFlags,
+}
+
+/// With `--user`, the working directory, every path the command line grants and the files the
+/// kernel executes to start the command must be reachable by that user: Landlock only narrows
+/// what Unix permissions allow, and a worktree under a directory only root may enter (a 0700
+/// home, a `mktemp -d`) fails later as the CLI's own EACCES. Refused here instead, naming the
+/// directory that stops the user and what would let it in. The kernel decides (ACLs included):
+/// the checks run with the seat's user and group as the filesystem identity, and no
+/// supplementary group, as the seat will run.
+pub(super) fn refuse_unreachable(
+    args: &SandboxArgs,
+    identity: &Identity,
+    exec_chain: &[PathBuf],
+) -> Result<(), Refusal> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| Refusal::usage(anyhow!("cannot read the working directory: {e}")))?;
+    let read = AccessFlags::R_OK;
+    let mut wanted = vec![Reach {
+        path: &cwd,
+        flag: "the working directory",
+        access: AccessFlags::X_OK,
+    }];
+    let grants = [
+        (&args.rw, "--rw", AccessFlags::R_OK | AccessFlags::W_OK),
+        (
+            &args.rw_try,
+            "--rw-try",
+            AccessFlags::R_OK | AccessFlags::W_OK,
+        ),
+        (&args.ro, "--ro", read),
+        (&args.ro_try, "--ro-try", read),
+        (&args.rx, "--rx", read),
+        (&args.rx_try, "--rx-try", read),
+    ];
+    for (paths, flag, access) in grants {
+        for path in paths.iter().filter(|p| p.exists()) {
+            wanted.push(Reach { path, flag, access });
+        }
+    }
+    for file in exec_chain {
+        wanted.push(Reach {
+            path: file,
+            flag: "the command's executable",
+            access: AccessFlags::X_OK,
+        });
+    }
+    let _as_seat = FsIdentity::become_(identity).map_err(Refusal::cannot_enforce)?;
+    for reach in &wanted {
+        if let Some(why) = unreachable(reach) {
+            return Err(Refusal::usage(anyhow!(
+                "--user ({}:{}): cannot reach {} ({}): {why}",
+                identity.uid,
+                identity.gid,
+                reach.path.display(),
+                reach.flag
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Why the current filesystem identity cannot reach `reach`: the first directory above it that
+/// it may not enter, or the path itself lacking the access.
+fn unreachable(reach: &Reach) -> Option<String> {
+    let ancestors: Vec<&Path> = reach.path.ancestors().skip(1).collect();
+    for dir in ancestors.into_iter().rev() {
+        if !allows(dir, AccessFlags::X_OK) {
+            return Some(format!(
+                "the seat's user may not enter {} ({}); make it enterable (chmod o+x {}) or \
+                 move what the seat needs out from under it",
+                dir.display(),
+                owner_and_mode(dir),
+                crate::shell_quote::sh_quote(&dir.to_string_lossy())
+            ));
+        }
+    }
+    let mut access = reach.access;
+    if reach.path.is_dir() {
+        access |= AccessFlags::X_OK;
+    }
+    (!allows(reach.path, access)).then(|| {
+        format!(
+            "the seat's user lacks {} on it ({}); give it to the user, or run without --user",
+            describe(access),
+            owner_and_mode(reach.path)
+        )
+    })
+}
+
+fn allows(path: &Path, access: AccessFlags) -> bool {
+    nix::unistd::faccessat(None, path, access, AtFlags::AT_EACCESS).is_ok()
+}
+
+fn describe(access: AccessFlags) -> String {
+    [
+        (AccessFlags::R_OK, "read"),
+        (AccessFlags::W_OK, "write"),
+        (AccessFlags::X_OK, "search/execute"),
+    ]
+    .iter()
+    .filter(|(flag, _)| access.contains(*flag))
+    .map(|(_, name)| *name)
+    .collect::<Vec<_>>()
+    .join(", ")
+}
+
+fn owner_and_mode(path: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::metadata(path) {
+        Ok(meta) => format!(
+            "owner {}, group {}, mode {:04o}",
+            meta.uid(),
+            meta.gid(),
+            meta.mode() & 0o7777
+        ),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// The filesystem identity of the seat's user, for the reachability checks: no supplementary
+/// groups (the seat gets none), its group and user as fsgid and fsuid. Root's are put back when
+/// it drops; the groups stay empty, as `--user` leaves them.
+struct FsIdentity;
+
+impl FsIdentity {
+    fn become_(identity: &Identity) -> anyhow::Result<FsIdentity> {
+        nix::unistd::setgroups(&[]).context("cannot clear the supplementary groups")?;
+        nix::unistd::setfsgid(identity.gid);
+        nix::unistd::setfsuid(identity.uid);
+        Ok(FsIdentity)
+    }
+}
+
+impl Drop for FsIdentity {
+    fn drop(&mut self) {
+        nix::unistd::setfsuid(nix::unistd::geteuid());
+        nix::unistd::setfsgid(nix::unistd::getegid());
+    }
 }
