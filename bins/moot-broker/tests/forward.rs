@@ -363,7 +363,7 @@ fn the_command_gets_the_proxy_and_its_token_and_never_the_key() {
     std::fs::write(work.join("done"), "").unwrap();
     let (status, stderr) = support::wait_output(&mut child);
     assert_eq!(status.code(), Some(0), "{stderr}");
-    assert!(support::port_closed(port.trim().parse().unwrap()));
+    assert!(support::port_closed(port));
 }
 
 /// Refused before the command runs, with one line and exit 2.
