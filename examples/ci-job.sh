@@ -11,9 +11,13 @@
 #   MOOT_JOB_DIR            optional: an empty directory of yours (mode 0700) where the run's
 #                           files are kept: run.ndjson (the transcript), status, verdict.json
 #                           (default: a new temporary one, removed when the job passes)
+#   MOOT_SEAT_USER          optional, for a job that runs as root: USER[:GROUP] the agent runs
+#                           as (nobody:nogroup), which must be able to write the worktree
+#                           (README.md: "In a CI container that runs as root")
 #
-# Exit 0: the answer is on stdout. 1: the run failed, or the sandbox denied the agent
-# something; one line on stderr says which, and where the run's files are. 2: a usage error.
+# Exit 0: the answer is on stdout. 1: the run failed, a tool of the pipeline refused its input
+# (a key file others can read, say), or the sandbox denied the agent something; the first line
+# on stderr says why, the last where the run's files are. 2: a usage error of this script.
 set -eu
 fail() { echo "ci-job: $1" >&2; exit "${2:-1}"; }
 [ $# = 2 ] || fail "usage: sh examples/ci-job.sh WORKTREE JOB" 2
@@ -27,20 +31,26 @@ provider=${MOOT_PROVIDER_URL:-}
 key=${MOOT_PROVIDER_KEY_FILE:-}
 [ -n "$provider" ] && [ -n "$key" ] || fail "set MOOT_PROVIDER_URL and MOOT_PROVIDER_KEY_FILE" 2
 ca=${MOOT_PROVIDER_CA:-}
+seat_user=${MOOT_SEAT_USER:-}
 stage=${MOOT_JOB_DIR:-$(mktemp -d)}
-# omp's HOME, sessions and caches in the seat: never your own ~/.omp.
-state=$(mktemp -d)
+# The seat's user enters the stage (its prompt and state are there) but lists nothing.
+[ -z "$seat_user" ] || chmod 711 "$stage" || fail "cannot open $stage to $seat_user"
+# omp's HOME, sessions and caches in the seat, made by moot-sandbox (the seat user's, with
+# --user): never your own ~/.omp.
+state=$stage/state
 trap 'rm -rf "$state"' EXIT
 
 moot-render omp --policy workspace-write --seat --deadline 600 --stage-dir "$stage/p" \
-    --cwd "$worktree" --add-dir "$worktree" --prompt-file "$job" |
+    ${seat_user:+--stage-user "$seat_user"} --cwd "$worktree" --add-dir "$worktree" \
+    --prompt-file "$job" |
   moot-broker --forward "$provider" --key-file "$key" ${ca:+--upstream-ca "$ca"} -- \
   moot-run --deadline 600 --cwd "$worktree" --transcript "$stage/run.ndjson" \
     --status-file "$stage/status" --env-preset omp --protect "$worktree" --cleanup "$stage/p" \
     --stdin-argv -- \
-    moot-sandbox --profile omp --state "$state" --rw "$worktree" --ro-try "$stage/p" -- |
+    moot-sandbox --profile omp --state "$state" ${seat_user:+--user "$seat_user"} \
+      --rw "$worktree" --ro-try "$stage/p" -- |
   moot-parse-omp --status-file "$stage/status" >"$stage/verdict.json" ||
-  fail "the run failed (the line above says why); its files are in $stage"
+  fail "the run failed (the first line above says why); its files are in $stage"
 
 # The sandbox lets the agent write only the worktree, and an agent that was denied a write
 # may still report success: its work did not happen. So any denial in the transcript fails

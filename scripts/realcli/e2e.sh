@@ -273,7 +273,8 @@ run_example() {
     dir=$(mktemp -d "$work/job.XXXXXX") || { echo "e2e: no job directory in $work" >&2; exit 1; }
     printf 'Run the tool.' >"$work/job.md"
     (cd "$work" && MOOT_PROVIDER_URL=$provider MOOT_PROVIDER_KEY_FILE=$work/provider.key \
-        MOOT_PROVIDER_CA=$ca MOOT_JOB_DIR=$dir sh "$root/examples/ci-job.sh" "$ws" job.md) \
+        MOOT_PROVIDER_CA=$ca MOOT_JOB_DIR=$dir MOOT_SEAT_USER=$SEAT_USER \
+        sh "$root/examples/ci-job.sh" "$ws" job.md) \
         >"$out" 2>"$err"
     status=$?
 }
@@ -465,12 +466,16 @@ check() {
         example)
             # examples/ci-job.sh itself, as README.md prints it, started outside the worktree:
             # omp's write lands in the worktree and the job passes; a write the sandbox denies
-            # fails the job, saying so. It runs omp, and its seat as the caller.
-            [ "$cli" = omp ] && [ "$via" = pipeline ] && [ -z "$SEAT_USER" ] || { echo NA; return; }
+            # fails the job, saying so. It runs omp, its seat as the caller or, in the
+            # SEAT_USER pass, as MOOT_SEAT_USER.
+            [ "$cli" = omp ] && [ "$via" = pipeline ] || { echo NA; return; }
             echo toolwrite >"$scenario_file"
             run_example
             if [ "$status" != 0 ] || [ ! -e "$ws/created_by_agent.txt" ]; then
                 echo "the job: exit $status, file made: $([ -e "$ws/created_by_agent.txt" ] && echo yes || echo no): $(head -c 300 "$err")"
+                return
+            elif [ -n "$SEAT_USER" ] && [ "$(stat -c %U:%G "$ws/created_by_agent.txt")" != "$SEAT_USER" ]; then
+                echo "the job's agent wrote as $(stat -c %U:%G "$ws/created_by_agent.txt"), not as $SEAT_USER"
                 return
             fi
             echo "toolcmd touch $work/outside/escaped.txt" >"$scenario_file"
