@@ -294,6 +294,18 @@ impl Content {
     }
 }
 
+impl Carried {
+    /// The operator's bytes this carries, a file's or each of a directory's files' (none when
+    /// absent or unreadable): what the seat's copy is made from.
+    pub fn contents(&self) -> Vec<Vec<u8>> {
+        match load(self) {
+            Ok(Content::File(bytes)) => vec![bytes],
+            Ok(Content::Dir(files)) => files.into_iter().map(|(_, bytes)| bytes).collect(),
+            Ok(Content::Absent) | Err(_) => Vec::new(),
+        }
+    }
+}
+
 /// Reads one carried file or directory of the operator's (links followed: they are the
 /// operator's own).
 fn load(carried: &Carried) -> anyhow::Result<Content> {

@@ -221,6 +221,11 @@ impl SeatProxy {
         }))
     }
 
+    /// The provider's URL the proxy forwards to.
+    pub fn upstream(&self) -> &str {
+        &self.upstream
+    }
+
     /// Whether `bytes` hold the provider's key.
     pub fn holds_key(&self, bytes: &[u8]) -> bool {
         !self.key.find(bytes).is_empty()

@@ -592,6 +592,13 @@ fn output_reaching_eof(mut command: Command) -> Output {
 }
 
 /// Live processes whose command line holds `marker`.
+/// A number of seconds for `sleep` that names this test process: another `cargo test` running
+/// the same test beside this one (two clones, two CI jobs on one machine) has other markers, so
+/// neither counts the other's sleepers as its own survivors.
+fn marker(base: &str) -> String {
+    format!("{base}{}", std::process::id())
+}
+
 fn live_with_marker(marker: &str) -> Vec<u32> {
     let mut found = Vec::new();
     for entry in fs::read_dir("/proc").unwrap().flatten() {
@@ -617,7 +624,7 @@ fn live_with_marker(marker: &str) -> Vec<u32> {
 fn nothing_the_command_started_outlives_moot_run_setsid_and_double_forks_included() {
     // 300 detached sleepers, one that sleeps forever holding the command's stderr, and a double
     // fork: all gone when moot-run returns, and the caller's stdout and stderr reach end of file.
-    let marker = "4242.125";
+    let marker = marker("4242.125");
     let script = format!(
         "for i in $(seq 300); do setsid sleep {marker} </dev/null >/dev/null 2>&1 & done; \
          setsid sh -c 'exec sleep infinity {marker}' </dev/null >/dev/null & \
@@ -636,7 +643,7 @@ fn nothing_the_command_started_outlives_moot_run_setsid_and_double_forks_include
     ]));
     assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
     assert_eq!(out.stdout, b"started\n");
-    let left = live_with_marker(marker);
+    let left = live_with_marker(&marker);
     assert!(
         left.is_empty(),
         "processes of the job outlived moot-run: {left:?}"
@@ -654,7 +661,7 @@ def spawn():
     for _ in range(3):
         if os.fork() == 0:
             os.setsid()
-            os.execvp("sleep", ["sleep", "4245.25"])
+            os.execvp("sleep", ["sleep", "MARKER"])
     time.sleep(30)
 threading.Thread(target=spawn).start()
 time.sleep(0.2)
@@ -672,21 +679,22 @@ for _ in range(55):
             if os.fork():
                 os._exit(0)
             time.sleep(0.002)
-        os.execvp("sleep", ["sleep", "4246.25"])
+        os.execvp("sleep", ["sleep", "MARKER"])
 "#;
 
 #[test]
 fn a_process_whose_main_thread_exited_is_killed_with_its_children() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("leader.py");
-    fs::write(&script, THREAD_LEADER).unwrap();
+    let marker = marker("4245.25");
+    fs::write(&script, THREAD_LEADER.replace("MARKER", &marker)).unwrap();
     let command = format!(
         "python3 {} </dev/null >/dev/null 2>&1; sleep 0.5",
         script.display()
     );
     let out = output_reaching_eof(moot_run(&["--", "sh", "-c", &command]));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let left = live_with_marker("4245.25");
+    let left = live_with_marker(&marker);
     assert!(left.is_empty(), "outlived moot-run: {left:?}");
 }
 
@@ -694,7 +702,8 @@ fn a_process_whose_main_thread_exited_is_killed_with_its_children() {
 fn processes_that_hop_while_moot_run_sweeps_are_all_killed() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("chains.py");
-    fs::write(&script, HOPPING_CHAINS).unwrap();
+    let marker = marker("4246.25");
+    fs::write(&script, HOPPING_CHAINS.replace("MARKER", &marker)).unwrap();
     let command = format!("python3 {} </dev/null >/dev/null 2>&1", script.display());
     // Five runs: a sweep that trusted one reading of /proc missed a chain in about one run of
     // five.
@@ -703,7 +712,7 @@ fn processes_that_hop_while_moot_run_sweeps_are_all_killed() {
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         let left = live_with_marker(script.to_str().unwrap())
             .into_iter()
-            .chain(live_with_marker("4246.25"))
+            .chain(live_with_marker(&marker))
             .collect::<Vec<_>>();
         assert!(left.is_empty(), "outlived moot-run: {left:?}");
     }
@@ -711,7 +720,7 @@ fn processes_that_hop_while_moot_run_sweeps_are_all_killed() {
 
 #[test]
 fn a_command_that_exits_at_once_leaves_no_detached_process() {
-    let marker = "4243.125";
+    let marker = marker("4243.125");
     let script = format!(
         "for i in $(seq 50); do setsid sleep {marker} & done; setsid sh -c 'exec sleep infinity' & \
          echo done"
@@ -720,7 +729,7 @@ fn a_command_that_exits_at_once_leaves_no_detached_process() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(out.stdout, b"done\n");
     assert_eq!(stderr(&out), "");
-    assert!(live_with_marker(marker).is_empty());
+    assert!(live_with_marker(&marker).is_empty());
 }
 
 /// A program the command starts, detached and with none of the command's descriptors, tries

@@ -1589,3 +1589,61 @@ fn a_seat_user_that_cannot_reach_its_grants_is_refused_naming_the_directory() {
         stderr(&unwritable)
     );
 }
+
+/// Behind a credential proxy, a configuration that names the provider or holds the key a little
+/// differently from what moot-broker was given (`localhost` for `127.0.0.1`, a rotated key) gets
+/// one warning line each, naming the file looked in, instead of showing only as the CLI's own
+/// "connection refused" or 401. The configuration that matches gets none.
+#[test]
+fn a_proxy_the_configuration_does_not_match_is_named_before_the_run() {
+    if !kernel_has(
+        4,
+        "a_proxy_the_configuration_does_not_match_is_named_before_the_run",
+    ) {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let root_path = fs::canonicalize(root.path()).unwrap();
+    let (_, path) = npm_install(&root_path);
+    let home = root_path.join("home");
+    let models = home.join(".pi/agent/models.json");
+    fs::create_dir_all(models.parent().unwrap()).unwrap();
+    let key = "sk-the-providers-key-0123456789abcdef";
+    let proxy = moot::seat_proxy::SeatProxy::exported(
+        4242,
+        "moot-job-token-0123456789abcdef",
+        "http://127.0.0.1:18080/v1",
+        key.as_bytes(),
+    );
+    let state = root_path.join("state");
+    let run = |config: &str| {
+        fs::write(&models, config).unwrap();
+        let _ = fs::remove_dir_all(&state);
+        let flags = ["--profile", "pi", "--state", state.to_str().unwrap()];
+        let mut command = sandboxed_tool(&path, &home, flags);
+        command.envs(proxy.iter().map(|(k, v)| (k, v)));
+        let out = command.output().unwrap();
+        assert_eq!(stdout(&out), "ran\n", "{}", stderr(&out));
+        stderr(&out)
+    };
+    let matching = r#"{"providers":{"p":{"baseUrl":"http://127.0.0.1:18080/v1","apiKey":"KEY"}}}"#;
+    assert_eq!(run(&matching.replace("KEY", key)), "");
+    let near_miss = matching
+        .replace("127.0.0.1", "localhost")
+        .replace("KEY", "sk-a-rotated-key-fedcba9876543210");
+    let warned = run(&near_miss);
+    let lines: Vec<&str> = warned.lines().collect();
+    assert_eq!(lines.len(), 2, "{warned}");
+    assert!(
+        lines[0].starts_with("moot-sandbox: warning: --profile pi: the provider's key")
+            && lines[0].contains(&models.display().to_string()),
+        "{warned}"
+    );
+    assert!(
+        lines[1].starts_with(
+            "moot-sandbox: warning: --profile pi: the provider URL moot-broker forwards to \
+             (http://127.0.0.1:18080/v1)"
+        ),
+        "{warned}"
+    );
+}

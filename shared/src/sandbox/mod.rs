@@ -49,7 +49,7 @@ use descriptors::{close_inherited_descriptors, hand_files};
 use policy::{denied_exec, open_rules, remedy, restrict_self, verify, Policy};
 use seat::{
     give_up_privileges, limit_processes, proxy_env, refuse_granted_key, refuse_unreachable,
-    seat_argv, seat_proxy,
+    seat_argv, seat_proxy, warn_unproxied,
 };
 
 /// `--check` could not write its report (stdout closed or full).
@@ -251,6 +251,12 @@ fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusa
     let profile = derive_profile(args, &program, proxy.as_ref())?;
     if let (Some(profile), Some(proxy)) = (&profile, &proxy) {
         refuse_granted_key(profile, proxy)?;
+        warn_unproxied(
+            tool,
+            args.profile.as_deref().unwrap_or_default(),
+            profile,
+            proxy,
+        );
     }
     if let Some(state) = profile.as_ref().and_then(|p| p.state.as_ref()) {
         let seat_user = identity.as_ref().map(|i| (i.uid.as_raw(), i.gid.as_raw()));

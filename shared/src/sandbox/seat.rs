@@ -307,3 +307,57 @@ impl Drop for FsIdentity {
         nix::unistd::setfsgid(nix::unistd::getegid());
     }
 }
+
+/// Behind a proxy, one warning line for each way the seat would not reach its provider through
+/// it: the provider's key is in none of the CLI's copied configuration and no variable (so the
+/// CLI sends another key, which the proxy refuses), or the provider's URL is named nowhere the
+/// CLI reads it (so the CLI calls its provider directly, which the sandbox denies). A near miss
+/// (`localhost` for `127.0.0.1`, a rotated key) otherwise shows only as the CLI's own error.
+/// Warnings, not refusals: a CLI may read its key or URL from where no profile looks.
+pub(super) fn warn_unproxied(tool: &str, runtime: &str, profile: &Profile, proxy: &SeatProxy) {
+    let carried: Vec<&crate::private_state::Carried> = profile
+        .state
+        .iter()
+        .flat_map(|state| &state.carried)
+        .filter(|carried| !carried.kept_out)
+        .collect();
+    let configs: Vec<Vec<u8>> = carried.iter().flat_map(|c| c.contents()).collect();
+    // The proxy's own variables name its token and upstream, and the CLI never gets them.
+    let env: Vec<Vec<u8>> = std::env::vars_os()
+        .filter(|(name, _)| !seat_proxy::VARS.iter().any(|var| name == var))
+        .map(|(_, value)| value.as_bytes().to_vec())
+        .collect();
+    let sources = || configs.iter().chain(&env);
+    let keyed = sources().any(|bytes| proxy.holds_key(bytes) || proxy.holds_token(bytes));
+    let routed = sources().any(|bytes| proxy.names_upstream(bytes))
+        || profile
+            .env
+            .iter()
+            .any(|(_, value, _)| value.contains(&proxy.url));
+    let looked: Vec<String> = carried
+        .iter()
+        .map(|c| c.from.display().to_string())
+        .collect();
+    let looked = if looked.is_empty() {
+        "no configuration file".to_string()
+    } else {
+        looked.join(", ")
+    };
+    if !keyed {
+        crate::eprintln_whole!(
+            "{tool}: warning: --profile {runtime}: the provider's key (moot-broker's --key-file or \
+             --key-env) is in none of {runtime}'s configuration ({looked}) and in no variable, so \
+             {runtime} will send another key, which the proxy refuses; give moot-broker the key \
+             the configuration holds"
+        );
+    }
+    if !routed {
+        crate::eprintln_whole!(
+            "{tool}: warning: --profile {runtime}: the provider URL moot-broker forwards to ({}) \
+             is named in none of {runtime}'s configuration ({looked}) and in no variable, so \
+             {runtime} will call its provider directly, which the sandbox denies; give \
+             moot-broker --forward the URL exactly as the configuration spells it",
+            proxy.upstream()
+        );
+    }
+}
