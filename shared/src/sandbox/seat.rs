@@ -313,36 +313,40 @@ impl Drop for FsIdentity {
 /// CLI sends another key, which the proxy refuses), or the provider's URL is named nowhere the
 /// CLI reads it (so the CLI calls its provider directly, which the sandbox denies). A near miss
 /// (`localhost` for `127.0.0.1`, a rotated key) otherwise shows only as the CLI's own error.
-/// Warnings, not refusals: a CLI may read its key or URL from where no profile looks.
+/// Only for a CLI with some configuration copied in (one without takes both from variables
+/// or built-in defaults). Warnings, not refusals: a CLI may read its key or URL from where no
+/// profile looks.
 pub(super) fn warn_unproxied(tool: &str, runtime: &str, profile: &Profile, proxy: &SeatProxy) {
-    let carried: Vec<&crate::private_state::Carried> = profile
+    // The operator's configuration as copied: only a CLI that has some can be found to miss.
+    let present: Vec<(String, Vec<Vec<u8>>)> = profile
         .state
         .iter()
         .flat_map(|state| &state.carried)
         .filter(|carried| !carried.kept_out)
+        .map(|carried| (carried.from.display().to_string(), carried.contents()))
+        .filter(|(_, contents)| !contents.is_empty())
         .collect();
-    let configs: Vec<Vec<u8>> = carried.iter().flat_map(|c| c.contents()).collect();
+    if present.is_empty() {
+        return;
+    }
+    let configs = present.iter().flat_map(|(_, contents)| contents);
     // The proxy's own variables name its token and upstream, and the CLI never gets them.
     let env: Vec<Vec<u8>> = std::env::vars_os()
         .filter(|(name, _)| !seat_proxy::VARS.iter().any(|var| name == var))
         .map(|(_, value)| value.as_bytes().to_vec())
         .collect();
-    let sources = || configs.iter().chain(&env);
+    let sources = || configs.clone().chain(&env);
     let keyed = sources().any(|bytes| proxy.holds_key(bytes) || proxy.holds_token(bytes));
     let routed = sources().any(|bytes| proxy.names_upstream(bytes))
         || profile
             .env
             .iter()
             .any(|(_, value, _)| value.contains(&proxy.url));
-    let looked: Vec<String> = carried
+    let looked = present
         .iter()
-        .map(|c| c.from.display().to_string())
-        .collect();
-    let looked = if looked.is_empty() {
-        "no configuration file".to_string()
-    } else {
-        looked.join(", ")
-    };
+        .map(|(file, _)| file.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
     if !keyed {
         crate::eprintln_whole!(
             "{tool}: warning: --profile {runtime}: the provider's key (moot-broker's --key-file or \
