@@ -1568,10 +1568,14 @@ fn a_seat_user_that_cannot_reach_its_grants_is_refused_naming_the_directory() {
         )
     );
     assert!(!worktree.join("made").exists());
-    let from_inside = seat(&worktree, &["--rw", "/tmp"]);
+    // A working directory is entered already: it must only let the user in itself.
+    let from_inside = seat(&parent, &["--rw", "/tmp"]);
     assert_eq!(from_inside.status.code(), Some(2));
     assert!(
-        stderr(&from_inside).contains(&format!("cannot reach {wt} (the working directory)")),
+        stderr(&from_inside).contains(&format!(
+            "cannot reach {} (the working directory): the seat's user lacks search/execute",
+            parent.display()
+        )),
         "{}",
         stderr(&from_inside)
     );

@@ -168,10 +168,13 @@ struct Reach<'a> {
     path: &'a Path,
     flag: &'static str,
     access: AccessFlags,
+    /// Reached by its absolute path, so through every directory above it; the working
+    /// directory is not (the process is already in it: relative paths start there).
+    by_path: bool,
 }
 
-/// With `--user`, the working directory, every path the command line grants and the files the
-/// kernel executes to start the command must be reachable by that user: Landlock only narrows
+/// With `--user`, every path the command line grants and the files the kernel executes to
+/// start the command must be reachable by that user, and the working directory enterable: Landlock only narrows
 /// what Unix permissions allow, and a worktree under a directory only root may enter (a 0700
 /// home, a `mktemp -d`) fails later as the CLI's own EACCES. Refused here instead, naming the
 /// directory that stops the user and what would let it in. The kernel decides (ACLs included):
@@ -182,13 +185,12 @@ pub(super) fn refuse_unreachable(
     identity: &Identity,
     exec_chain: &[PathBuf],
 ) -> Result<(), Refusal> {
-    let cwd = std::env::current_dir()
-        .map_err(|e| Refusal::usage(anyhow!("cannot read the working directory: {e}")))?;
     let read = AccessFlags::R_OK;
     let mut wanted = vec![Reach {
-        path: &cwd,
+        path: Path::new("."),
         flag: "the working directory",
         access: AccessFlags::X_OK,
+        by_path: false,
     }];
     let grants = [
         (&args.rw, "--rw", AccessFlags::R_OK | AccessFlags::W_OK),
@@ -204,7 +206,12 @@ pub(super) fn refuse_unreachable(
     ];
     for (paths, flag, access) in grants {
         for path in paths.iter().filter(|p| p.exists()) {
-            wanted.push(Reach { path, flag, access });
+            wanted.push(Reach {
+                path,
+                flag,
+                access,
+                by_path: true,
+            });
         }
     }
     for file in exec_chain {
@@ -212,16 +219,21 @@ pub(super) fn refuse_unreachable(
             path: file,
             flag: "the command's executable",
             access: AccessFlags::X_OK,
+            by_path: true,
         });
     }
     let _as_seat = FsIdentity::become_(identity).map_err(Refusal::cannot_enforce)?;
     for reach in &wanted {
         if let Some(why) = unreachable(reach) {
+            let shown = match reach.by_path {
+                true => reach.path.to_path_buf(),
+                false => std::env::current_dir().unwrap_or_else(|_| reach.path.to_path_buf()),
+            };
             return Err(Refusal::usage(anyhow!(
                 "--user ({}:{}): cannot reach {} ({}): {why}",
                 identity.uid,
                 identity.gid,
-                reach.path.display(),
+                shown.display(),
                 reach.flag
             )));
         }
@@ -232,7 +244,8 @@ pub(super) fn refuse_unreachable(
 /// Why the current filesystem identity cannot reach `reach`: the first directory above it that
 /// it may not enter, or the path itself lacking the access.
 fn unreachable(reach: &Reach) -> Option<String> {
-    let ancestors: Vec<&Path> = reach.path.ancestors().skip(1).collect();
+    let above = if reach.by_path { 1 } else { usize::MAX };
+    let ancestors: Vec<&Path> = reach.path.ancestors().skip(above).collect();
     for dir in ancestors.into_iter().rev() {
         if !allows(dir, AccessFlags::X_OK) {
             return Some(format!(
