@@ -268,16 +268,17 @@ fn confine_and_exec(tool: &str, args: &SandboxArgs) -> Result<Infallible, Refusa
     }
     // Checked before anything is restricted: once `/usr/bin/env` runs, a denied interpreter is
     // only "/usr/bin/env: 'bun': Permission denied", which names neither the sandbox nor a fix.
-    if let Some(denied) = denied_exec(&policy, &program, args.profile.as_deref()) {
+    // The files the kernel executes to start the command: the program, its `#!` interpreters,
+    // what a shell shim execs.
+    let chain = crate::profile::exec_chain(&program, std::env::var_os("PATH").as_deref());
+    if let Some(denied) = denied_exec(&policy, &program, &chain, args.profile.as_deref()) {
         return Err(Refusal {
             status: EXIT_CANNOT_INVOKE as u8,
             error: denied,
         });
     }
     if let Some(identity) = &identity {
-        let chain = crate::profile::exec_chain(&program, std::env::var_os("PATH").as_deref());
-        let files: Vec<PathBuf> = chain.into_iter().map(|(file, _)| file).collect();
-        refuse_unreachable(args, identity, &files)?;
+        refuse_unreachable(args, identity, &chain)?;
     }
     let rules = open_rules(&policy.paths)?;
 

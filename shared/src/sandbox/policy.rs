@@ -39,9 +39,9 @@ pub(super) const KNOWN_ABIS: [ABI; 7] = [
 pub(super) fn denied_exec(
     policy: &Policy,
     program: &Path,
+    chain: &[(PathBuf, profile::Link)],
     profile: Option<&str>,
 ) -> Option<anyhow::Error> {
-    let chain = profile::exec_chain(program, std::env::var_os("PATH").as_deref());
     let (file, link) = chain.iter().find(|(file, _)| !policy.executes(file))?;
     let dir = file.parent().unwrap_or(Path::new("/"));
     let hint = match profile {

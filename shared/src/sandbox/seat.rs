@@ -174,8 +174,8 @@ struct Reach<'a> {
 }
 
 /// With `--user`, every path the command line grants and the files the kernel executes to
-/// start the command must be reachable by that user, and the working directory enterable: Landlock only narrows
-/// what Unix permissions allow, and a worktree under a directory only root may enter (a 0700
+/// start the command must be reachable by that user, and the working directory enterable:
+/// Landlock only narrows what Unix permissions allow, and a worktree under a directory only root may enter (a 0700
 /// home, a `mktemp -d`) fails later as the CLI's own EACCES. Refused here instead, naming the
 /// directory that stops the user and what would let it in. The kernel decides (ACLs included):
 /// the checks run with the seat's user and group as the filesystem identity, and no
@@ -183,7 +183,7 @@ struct Reach<'a> {
 pub(super) fn refuse_unreachable(
     args: &SandboxArgs,
     identity: &Identity,
-    exec_chain: &[PathBuf],
+    exec_chain: &[(PathBuf, crate::profile::Link)],
 ) -> Result<(), Refusal> {
     let read = AccessFlags::R_OK;
     let mut wanted = vec![Reach {
@@ -214,7 +214,7 @@ pub(super) fn refuse_unreachable(
             });
         }
     }
-    for file in exec_chain {
+    for (file, _) in exec_chain {
         wanted.push(Reach {
             path: file,
             flag: "the command's executable",
@@ -244,9 +244,11 @@ pub(super) fn refuse_unreachable(
 /// Why the current filesystem identity cannot reach `reach`: the first directory above it that
 /// it may not enter, or the path itself lacking the access.
 fn unreachable(reach: &Reach) -> Option<String> {
-    let above = if reach.by_path { 1 } else { usize::MAX };
-    let ancestors: Vec<&Path> = reach.path.ancestors().skip(above).collect();
-    for dir in ancestors.into_iter().rev() {
+    let above: Vec<&Path> = match reach.by_path {
+        true => reach.path.ancestors().skip(1).collect(),
+        false => Vec::new(),
+    };
+    for dir in above.into_iter().rev() {
         if !allows(dir, AccessFlags::X_OK) {
             return Some(format!(
                 "the seat's user may not enter {} ({}); make it enterable (chmod o+x {}) or \
