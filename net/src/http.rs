@@ -23,14 +23,14 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::{mpsc, Semaphore};
 
+use crate::egress;
+
 /// A response or request body: whole, empty or streamed.
 pub type Body = BoxBody<Bytes, io::Error>;
 
 /// A client for an http or https origin, verifying TLS against the system's trust roots.
-pub type Client = hyper_util::client::legacy::Client<
-    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-    Body,
->;
+pub type Client =
+    hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<egress::Connector>, Body>;
 
 /// A runtime on the calling thread: every connection is a task on it, so a tool stays one thread.
 pub fn runtime() -> io::Result<tokio::runtime::Runtime> {
@@ -194,7 +194,8 @@ impl hyper::body::Body for ChannelBody {
 }
 
 /// An http/https client using the system's trust roots, plus the PEM certificates in `extra_ca`
-/// (a private CA, or a test's self-signed upstream).
+/// (a private CA, or a test's self-signed upstream), through the proxy the environment names
+/// ([`egress`]).
 pub fn client(extra_ca: Option<&std::path::Path>) -> anyhow::Result<Client> {
     use anyhow::Context as _;
     let mut roots = rustls::RootCertStore::empty();
@@ -229,7 +230,7 @@ pub fn client(extra_ca: Option<&std::path::Path>) -> anyhow::Result<Client> {
         .with_tls_config(tls)
         .https_or_http()
         .enable_http1()
-        .wrap_connector(tcp);
+        .wrap_connector(egress::Connector::from_env(tcp));
     Ok(
         hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
             .build(connector),

@@ -8,5 +8,6 @@
 
 pub mod broker;
 pub mod doctor;
+pub mod egress;
 pub mod fake_model;
 pub mod http;

@@ -41,6 +41,23 @@ struct Provider {
 }
 
 impl Provider {
+    /// A temporary directory holding a self-signed certificate (`cert.pem`), and a provider
+    /// serving it; `None` after a loud skip when there is no openssl.
+    fn in_tempdir(test: &str) -> Option<(tempfile::TempDir, Self)> {
+        let dir = tempfile::tempdir().unwrap();
+        let (chain, key) = self_signed(dir.path(), test)?;
+        let provider = Provider::start(&chain, &key);
+        Some((dir, provider))
+    }
+
+    /// Asserts that one request reached the provider: `/v1/messages`, with the real key.
+    fn got_one_message_with_the_key(&self) {
+        let seen = self.seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].target, "/v1/messages");
+        assert_eq!(seen[0].headers["x-api-key"], REAL_KEY);
+    }
+
     fn start(chain: &[u8], key: &[u8]) -> Self {
         let listener = http::bind_loopback().unwrap();
         let origin = format!("https://{}", listener.local_addr().unwrap());
@@ -141,12 +158,10 @@ async fn next_frame(body: &mut Incoming) -> Bytes {
 
 #[test]
 fn the_provider_sees_the_real_key_and_the_seat_only_its_token() {
-    let dir = tempfile::tempdir().unwrap();
     let test = "the_provider_sees_the_real_key_and_the_seat_only_its_token";
-    let Some((chain, key)) = self_signed(dir.path(), test) else {
+    let Some((dir, provider)) = Provider::in_tempdir(test) else {
         return;
     };
-    let provider = Provider::start(&chain, &key);
     http::runtime().unwrap().block_on(async {
         let ca = dir.path().join("cert.pem");
         let (url, forwarder) = proxy(&format!("{}/v1", provider.origin), Some(&ca)).await;
@@ -214,12 +229,10 @@ fn the_provider_sees_the_real_key_and_the_seat_only_its_token() {
 /// `--key-header auto`: the key goes in the header the CLI sent its token in, as Bearer or bare.
 #[test]
 fn the_key_goes_where_the_cli_put_its_token() {
-    let dir = tempfile::tempdir().unwrap();
-    let Some((chain, key)) = self_signed(dir.path(), "the_key_goes_where_the_cli_put_its_token")
+    let Some((dir, provider)) = Provider::in_tempdir("the_key_goes_where_the_cli_put_its_token")
     else {
         return;
     };
-    let provider = Provider::start(&chain, &key);
     http::runtime().unwrap().block_on(async {
         let ca = dir.path().join("cert.pem");
         let (url, _forwarder) = proxy_as(&provider.origin, Some(&ca), Scheme::Auto).await;
@@ -248,12 +261,10 @@ fn the_key_goes_where_the_cli_put_its_token() {
 /// A provider whose certificate the proxy was not told to trust is not sent the key.
 #[test]
 fn a_provider_not_trusted_gets_no_request() {
-    let dir = tempfile::tempdir().unwrap();
-    let Some((chain, key)) = self_signed(dir.path(), "a_provider_not_trusted_gets_no_request")
+    let Some((_dir, provider)) = Provider::in_tempdir("a_provider_not_trusted_gets_no_request")
     else {
         return;
     };
-    let provider = Provider::start(&chain, &key);
     http::runtime().unwrap().block_on(async {
         let (url, _forwarder) = proxy(&provider.origin, None).await;
         let answered = post(&url, "/v1/messages", JOB_TOKEN).await;
@@ -269,8 +280,50 @@ fn a_provider_not_trusted_gets_no_request() {
 }
 
 /// `moot-broker --forward` around a command that writes its environment and the `{port}` it
-/// was given into `dir`, then waits for `dir/done`.
+/// was given into `dir`, then waits for `dir/done`. The environment names a proxy on a closed
+/// port, which a provider on loopback is never sent through.
 fn forwarding(dir: &std::path::Path, flags: &[&str]) -> std::process::Child {
+    forwarding_via(dir, flags, CLOSED_PROXY)
+}
+
+/// Lets the command under [`forwarding`] end, and waits for moot-broker's exit.
+fn done(
+    work: &std::path::Path,
+    child: &mut std::process::Child,
+) -> (std::process::ExitStatus, String) {
+    std::fs::write(work.join("done"), "").unwrap();
+    support::wait_output(child)
+}
+
+/// A proxy nobody listens on.
+const CLOSED_PROXY: &str = "http://127.0.0.1:9";
+
+/// [`forwarding_via`] `proxy` to `upstream`, trusting the test provider's `dir/cert.pem`, the key
+/// taken from `PROVIDER_KEY` and sent in `x-api-key`; the command writes in `dir/work`.
+fn forward_to(
+    dir: &std::path::Path,
+    upstream: &str,
+    proxy: &str,
+) -> (std::path::PathBuf, std::process::Child) {
+    let ca = dir.join("cert.pem");
+    let work = dir.join("work");
+    std::fs::create_dir(&work).unwrap();
+    let flags = [
+        "--forward",
+        upstream,
+        "--upstream-ca",
+        ca.to_str().unwrap(),
+        "--key-env",
+        "PROVIDER_KEY",
+        "--key-header",
+        "x-api-key",
+    ];
+    let child = forwarding_via(&work, &flags, proxy);
+    (work, child)
+}
+
+/// [`forwarding`] with `HTTPS_PROXY` set to `proxy`, and no other proxy variable.
+fn forwarding_via(dir: &std::path::Path, flags: &[&str], proxy: &str) -> std::process::Child {
     let script =
         "env > \"$0/env.tmp\" && mv \"$0/env.tmp\" \"$0/env\"; echo {port} > \"$0/port\"; \
                   while [ ! -e \"$0/done\" ]; do sleep 0.05; done";
@@ -281,6 +334,14 @@ fn forwarding(dir: &std::path::Path, flags: &[&str]) -> std::process::Child {
         .env("PROVIDER_KEY", REAL_KEY)
         .env("PROVIDER_KEY_NOTE", "another variable")
         .env("BROKEN_KEY", "sk-line\nInjected: 1")
+        .env_remove("HTTP_PROXY")
+        .env_remove("http_proxy")
+        .env_remove("ALL_PROXY")
+        .env_remove("all_proxy")
+        .env_remove("NO_PROXY")
+        .env_remove("no_proxy")
+        .env_remove("https_proxy")
+        .env("HTTPS_PROXY", proxy)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -288,48 +349,138 @@ fn forwarding(dir: &std::path::Path, flags: &[&str]) -> std::process::Child {
         .unwrap()
 }
 
+/// The environment the command under [`forwarding`] wrote, once it has.
+struct Written(String);
+
+impl Written {
+    fn wait(work: &std::path::Path) -> Self {
+        support::wait_for("the command's run", || {
+            work.join("env").exists().then_some(())
+        });
+        Written(std::fs::read_to_string(work.join("env")).unwrap())
+    }
+
+    /// The value of `name`, failing the test when it is not set.
+    fn value(&self, name: &str) -> String {
+        self.0
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("no {name} in {}", self.0))
+            .to_string()
+    }
+}
+
+/// An egress proxy on loopback, as a CI runner's: it opens a `CONNECT` tunnel for any host to
+/// `target` (so `provider.test` resolves only through it) and records every request head.
+struct EgressProxy {
+    url: String,
+    heads: Arc<Mutex<Vec<String>>>,
+}
+
+impl EgressProxy {
+    fn start(target: std::net::SocketAddr) -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("127.0.0.1:{}", listener.local_addr().unwrap().port());
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&heads);
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let log = Arc::clone(&log);
+                std::thread::spawn(move || tunnel(client, target, &log));
+            }
+        });
+        EgressProxy { url, heads }
+    }
+}
+
+/// Reads one request head from `client`, records it, answers 200 and splices `client` to
+/// `target` both ways until either side closes.
+fn tunnel(mut client: std::net::TcpStream, target: std::net::SocketAddr, log: &Mutex<Vec<String>>) {
+    use std::io::{Read, Write};
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if client.read(&mut byte).unwrap_or(0) == 0 {
+            return;
+        }
+        head.push(byte[0]);
+    }
+    log.lock()
+        .unwrap()
+        .push(String::from_utf8_lossy(&head).into_owned());
+    let Ok(mut upstream) = std::net::TcpStream::connect(target) else {
+        return;
+    };
+    client
+        .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        .unwrap();
+    let (mut from_client, mut to_upstream) =
+        (client.try_clone().unwrap(), upstream.try_clone().unwrap());
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut from_client, &mut to_upstream);
+        let _ = to_upstream.shutdown(std::net::Shutdown::Write);
+    });
+    let _ = std::io::copy(&mut upstream, &mut client);
+    let _ = client.shutdown(std::net::Shutdown::Write);
+}
+
+/// The built binary on a runner whose only way out is its egress proxy: the provider is reached
+/// through a `CONNECT` tunnel the proxy opens (with the proxy's own credentials, and the key only
+/// inside the TLS the tunnel carries), and the command is told to reach moot-broker on loopback
+/// directly, whatever the proxy variables say.
+#[test]
+fn a_provider_is_reached_through_the_egress_proxy_the_environment_names() {
+    let test = "a_provider_is_reached_through_the_egress_proxy_the_environment_names";
+    let Some((dir, provider)) = Provider::in_tempdir(test) else {
+        return;
+    };
+    let at = provider.origin.strip_prefix("https://").unwrap();
+    let egress = EgressProxy::start(at.parse().unwrap());
+    let proxy = format!("http://moot:s3cret@{}", egress.url);
+    let (work, mut child) = forward_to(dir.path(), "https://provider.test/v1", &proxy);
+    let env = Written::wait(&work);
+    assert_eq!(env.value("NO_PROXY"), "127.0.0.1,localhost");
+    assert_eq!(env.value("no_proxy"), "127.0.0.1,localhost");
+    let token = env.value("MOOT_PROXY_TOKEN");
+    http::runtime().unwrap().block_on(async {
+        let answered = post(&env.value("MOOT_PROXY_URL"), "/messages", &token).await;
+        assert_eq!(answered.status(), StatusCode::OK);
+    });
+    let heads = egress.heads.lock().unwrap().clone();
+    assert_eq!(heads.len(), 1, "{heads:?}");
+    assert!(
+        heads[0].starts_with("CONNECT provider.test:443 HTTP/1.1\r\n"),
+        "{heads:?}"
+    );
+    assert!(
+        heads[0].contains("\r\nProxy-Authorization: Basic bW9vdDpzM2NyZXQ=\r\n"),
+        "{heads:?}"
+    );
+    assert!(!heads[0].contains(REAL_KEY), "{heads:?}");
+    provider.got_one_message_with_the_key();
+    let (status, stderr) = done(&work, &mut child);
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
 /// The built binary: the command gets the proxy's URL and token and never the key, a request
 /// with the token reaches the provider with the key, and the proxy is gone with the command.
 #[test]
 fn the_command_gets_the_proxy_and_its_token_and_never_the_key() {
-    let dir = tempfile::tempdir().unwrap();
     let test = "the_command_gets_the_proxy_and_its_token_and_never_the_key";
-    let Some((chain, key)) = self_signed(dir.path(), test) else {
+    let Some((dir, provider)) = Provider::in_tempdir(test) else {
         return;
     };
-    let provider = Provider::start(&chain, &key);
-    let ca = dir.path().join("cert.pem");
-    let work = dir.path().join("work");
-    std::fs::create_dir(&work).unwrap();
-    let mut child = forwarding(
-        &work,
-        &[
-            "--forward",
-            &format!("{}/v1", provider.origin),
-            "--upstream-ca",
-            ca.to_str().unwrap(),
-            "--key-env",
-            "PROVIDER_KEY",
-            "--key-header",
-            "x-api-key",
-        ],
-    );
-    support::wait_for("the command's run", || {
-        work.join("env").exists().then_some(())
-    });
-    let env = std::fs::read_to_string(work.join("env")).unwrap();
+    let upstream = format!("{}/v1", provider.origin);
+    let (work, mut child) = forward_to(dir.path(), &upstream, CLOSED_PROXY);
+    let env = Written::wait(&work);
+    let value = |name: &str| env.value(name);
+    let env = env.0.as_str();
     assert!(!env.contains(REAL_KEY), "{env}");
     // Only the key's own variable gets the token, not every one its name begins.
     assert!(
         env.contains("PROVIDER_KEY_NOTE=another variable\n"),
         "{env}"
     );
-    let value = |name: &str| {
-        env.lines()
-            .find_map(|line| line.strip_prefix(&format!("{name}=")))
-            .unwrap_or_else(|| panic!("no {name} in {env}"))
-            .to_string()
-    };
     let (url, token) = (value("MOOT_PROXY_URL"), value("MOOT_PROXY_TOKEN"));
     assert_eq!(value("PROVIDER_KEY"), token);
     assert_eq!(
@@ -355,13 +506,8 @@ fn the_command_gets_the_proxy_and_its_token_and_never_the_key() {
             StatusCode::UNAUTHORIZED
         );
     });
-    let seen = provider.seen.lock().unwrap().clone();
-    assert_eq!(seen.len(), 1);
-    assert_eq!(seen[0].target, "/v1/messages");
-    assert_eq!(seen[0].headers["x-api-key"], REAL_KEY);
-
-    std::fs::write(work.join("done"), "").unwrap();
-    let (status, stderr) = support::wait_output(&mut child);
+    provider.got_one_message_with_the_key();
+    let (status, stderr) = done(&work, &mut child);
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert!(support::port_closed(port));
 }

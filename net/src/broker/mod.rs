@@ -548,6 +548,8 @@ fn command(
         .iter()
         .map(|word| fill_placeholders(word, &port, seat_dir))
         .collect();
+    let unproxied = crate::egress::loopback_exempted(&job.env);
+    let set: Vec<&(OsString, OsString)> = set.iter().chain(&unproxied).collect();
     let mut command = Command::new(&argv[0]);
     command.args(&argv[1..]).env_clear();
     command.envs(

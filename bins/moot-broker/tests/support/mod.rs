@@ -282,7 +282,8 @@ async fn model_answer(
     http::respond(StatusCode::OK, "text/event-stream", http::full(body))
 }
 
-/// A self-signed certificate for 127.0.0.1 (PEM chain, PEM key; the chain is its own CA,
+/// A self-signed certificate for 127.0.0.1 and `provider.test` (a name only a test's egress
+/// proxy resolves) (PEM chain, PEM key; the chain is its own CA,
 /// `cert.pem` in `dir`), made by openssl(1); `None` after a loud skip when there is no openssl.
 pub fn self_signed(dir: &Path, test: &str) -> Option<(Vec<u8>, Vec<u8>)> {
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
@@ -302,7 +303,7 @@ pub fn self_signed(dir: &Path, test: &str) -> Option<(Vec<u8>, Vec<u8>)> {
             "-subj",
             "/CN=moot-test",
             "-addext",
-            "subjectAltName=IP:127.0.0.1",
+            "subjectAltName=IP:127.0.0.1,DNS:provider.test",
         ])
         .args(["-addext", "basicConstraints=critical,CA:FALSE", "-keyout"])
         .arg(&key)
