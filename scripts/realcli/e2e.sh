@@ -85,8 +85,9 @@ provider=$(cat "$work/tls.origin")
 
 # ---- per CLI: where it is, its isolated home and provider config, how to run it
 # Each setup_* exports HOME (and the CLI's own variables); setup_common RUNTIME sets runtime,
-# parser and resumes (1 when a second turn resumes the session) from the registry, and program
-# (the CLI on PATH) and path_dirs from the runtime's install file.
+# parser and resumes (1 when a second turn resumes the session) from the registry, program
+# (the CLI on PATH) and path_dirs from the runtime's install file, and points the CLI at the
+# fake model as moot-doctor does (fake_home).
 setup_common() {
     runtime=$1
     read -r parser resumes < <(python3 -c '
@@ -104,6 +105,24 @@ print(meta["parser"].removeprefix("moot-parse-"), int(meta["matrix"]["multi_turn
     # Where the operator keeps the provider's key: in the CLI's configuration (the key file
     # moot-broker reads), or in a variable (key_env), and how the provider takes it.
     key_env='' key_header=bearer
+    fake_home "$1"
+}
+# fake_home RUNTIME: the CLI's configuration for the fake model in $HOME, with the provider's
+# key, from the runtime's own record (moot-doctor --fake-home): its variables exported, and what
+# the pipeline needs (moot-run --keep, --stderr-file, the parser's flags, the dropped stream's
+# deadline) in keep, stderr_flag, parser_flags and drop_deadline.
+fake_home() {
+    local assignments moot_keep moot_stderr_file moot_parser_flags moot_session_store moot_drop_deadline
+    assignments=$("$MOOT_BIN/moot-doctor" --fake-home "$HOME" --origin "$provider" \
+        --key-file "$work/provider.key" "$1") ||
+        { echo "e2e: moot-doctor --fake-home $1 failed" >&2; exit 1; }
+    eval "$assignments"
+    keep=$moot_keep drop_deadline=$moot_drop_deadline parser_flags=$moot_parser_flags
+    # shellcheck disable=SC2089 # text the README pipeline gets (sed), never run as words
+    [ -z "$moot_stderr_file" ] || stderr_flag='--stderr-file "$stage/err"'
+    # The store is below the CLI's HOME in the private state the pipeline gives it.
+    [ -z "$moot_session_store" ] ||
+        parser_flags="${parser_flags:+$parser_flags }--session-store $work/state/$1/home/$moot_session_store"
 }
 # realcli_layout RUNTIME: program and path_dirs of the runtime's pinned CLI, read from its install
 # file (shared/src/runtime/*/*.install, the one that says RUNTIME=RUNTIME), where install.sh put
@@ -125,21 +144,13 @@ realcli_layout() {
 }
 setup_omp() {
     setup_common omp
-    mkdir -p "$HOME/.omp/agent"
-    printf 'providers:\n  fake:\n    baseUrl: %s/v1\n    api: openai-completions\n    apiKey: %s\n    models:\n      - id: fake-model\n        name: Fake Model\n        contextWindow: 128000\n        maxTokens: 4096\n' \
-        "$provider" "$provider_key" >"$HOME/.omp/agent/models.yml"
-    # omp retries a provider error 10 times with backoff up to minutes by default: one retry.
-    printf 'retry:\n  maxRetries: 1\n  baseDelayMs: 200\n' >"$HOME/.omp/agent/config.yml"
     streams=1
-    export MOSAIC_MODEL=fake/fake-model MOOT_OMP_DEFAULT_MODEL=fake/fake-model
+    export MOSAIC_MODEL=fake/fake-model
 }
 setup_pi() {
     setup_common pi
-    mkdir -p "$HOME/.pi/agent"
-    printf '{"providers":{"fake":{"baseUrl":"%s/v1","api":"openai-completions","apiKey":"%s","compat":{"supportsDeveloperRole":false,"supportsReasoningEffort":false},"models":[{"id":"fake-model","name":"Fake Model","contextWindow":128000,"maxTokens":4096}]}}}\n' \
-        "$provider" "$provider_key" >"$HOME/.pi/agent/models.json"
     streams=1
-    export PI_OFFLINE=1 MOSAIC_MODEL=fake/fake-model MOOT_PI_DEFAULT_MODEL=fake/fake-model
+    export MOSAIC_MODEL=fake/fake-model
 }
 setup_claude() {
     setup_common claude
@@ -151,60 +162,28 @@ setup_claude() {
     printf '{"permissions":{"allow":["Bash","Read","Write","Edit","Glob","Grep"]}}\n' >"$MOSAIC_CLAUDE_SETTINGS"
     printf '{"mcpServers":{}}\n' >"$MOSAIC_CLAUDE_MCP_CONFIG"
     export MOSAIC_TOOLS=Bash,Read,Write,Edit,Glob,Grep
-    export ANTHROPIC_BASE_URL=$provider ANTHROPIC_API_KEY=$provider_key
     key_env=ANTHROPIC_API_KEY key_header=x-api-key
-    export DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 DISABLE_AUTOUPDATER=1
-    export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 CLAUDE_CODE_MAX_RETRIES=1
-    export MOSAIC_THINKING=low MOOT_CLAUDE_DEFAULT_EFFORT=low
+    export MOSAIC_THINKING=low
 }
 setup_codex() {
     setup_common codex
-    export CODEX_HOME=$HOME/.codex FAKE_PROVIDER_API_KEY=$provider_key
     key_env=FAKE_PROVIDER_API_KEY
     # codex's shell gives its commands no variable named *KEY*: the agent sees no key at all.
     tools_hide_keys=1
-    mkdir -p "$CODEX_HOME"
-    printf 'model = "gpt-5.5"\nmodel_provider = "fake"\n[model_providers.fake]\nname = "Fake provider"\nbase_url = "%s/v1"\nwire_api = "responses"\nenv_key = "FAKE_PROVIDER_API_KEY"\nrequest_max_retries = 1\nstream_max_retries = 1\n' \
-        "$provider" >"$CODEX_HOME/config.toml"
-    keep=FAKE_PROVIDER_API_KEY
 }
 setup_kimi() {
-    setup_common kimi
-    export KIMI_CODE_HOME=$HOME/.kimi-code KIMI_DISABLE_TELEMETRY=1 KIMI_CODE_NO_AUTO_UPDATE=1
-    mkdir -p "$KIMI_CODE_HOME"
-    printf 'default_model = "fake"\n[providers.fake]\ntype = "kimi"\nbase_url = "%s/v1"\napi_key = "%s"\n[models.fake]\nprovider = "fake"\nmodel = "fake-model"\nmax_context_size = 128000\n' \
-        "$provider" "$provider_key" >"$KIMI_CODE_HOME/config.toml"
     # kimi names its session and its fatal error only on stderr, and how its answer ended only
-    # in its session store.
-    # shellcheck disable=SC2089 # text the README pipeline gets (sed), never run as words
-    stderr_flag='--stderr-file "$stage/err"'
-    # (in the private state the pipeline gives it: its HOME there)
-    parser_flags="--session-store $work/state/kimi/home/.kimi-code/sessions"
+    # in its session store (moot-doctor --fake-home says so: stderr_flag, parser_flags).
+    setup_common kimi
 }
 setup_kimi_cli() {
     setup_common kimi-cli
-    export KIMI_DISABLE_TELEMETRY=1
-    mkdir -p "$HOME/.kimi"
-    printf 'default_model = "fake"\ntelemetry = false\n[providers.fake]\ntype = "kimi"\nbase_url = "%s/v1"\napi_key = "%s"\n[models.fake]\nprovider = "fake"\nmodel = "fake-model"\nmax_context_size = 128000\n' \
-        "$provider" "$provider_key" >"$HOME/.kimi/config.toml"
-    # shellcheck disable=SC2089 # text the README pipeline gets (sed), never run as words
-    stderr_flag='--stderr-file "$stage/err"'
     parser_flags=--require-result
 }
 
 setup_opencode() {
     setup_common opencode
-    # The XDG base directories a desktop has: the profile makes opencode's own directories in
-    # them (a place is made only where its parent exists).
-    mkdir -p "$HOME/.config/opencode" "$HOME/.local/share" "$HOME/.local/state" "$HOME/.cache"
-    printf '{"autoupdate":false,"share":"disabled","model":"fake/fake-model","provider":{"fake":{"npm":"@ai-sdk/openai-compatible","name":"Fake provider","options":{"baseURL":"%s/v1","apiKey":"%s"},"models":{"fake-model":{"name":"Fake Model","limit":{"context":128000,"output":4096}}}}}}\n' \
-        "$provider" "$provider_key" >"$HOME/.config/opencode/opencode.json"
-    export OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_MODELS_FETCH=1
-    export OPENCODE_DISABLE_LSP_DOWNLOAD=1 OPENCODE_DISABLE_DEFAULT_PLUGINS=1 OPENCODE_DISABLE_SHARE=1
     export MOSAIC_MODEL=fake/fake-model
-    # A dropped stream makes opencode start its next step at once, forever: only a deadline
-    # ends that run.
-    drop_deadline=30
     # Outside a seat opencode rejects, headless, the permissions it would ask for.
     asks=1
 }

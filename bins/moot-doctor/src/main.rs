@@ -29,7 +29,8 @@ struct Cli {
 
 const USAGE: &str = "moot-doctor [OPTIONS] [RUNTIME...]
        moot-doctor --program PATH [OPTIONS] RUNTIME
-       moot-doctor --serve [--port N] [--scenario-file F] [--dump-dir D] [--log F] [--retry-fails N]";
+       moot-doctor --serve [--port N] [--scenario-file F] [--dump-dir D] [--log F] [--retry-fails N]
+       moot-doctor --fake-home DIR --origin URL [--key-file F] RUNTIME";
 
 const EXAMPLES: &str = "\
 Exit status: 0 every scenario matched; 1 a scenario differed (a line on stderr names it, expected
@@ -41,7 +42,8 @@ Examples:
   moot-doctor claude codex --strict
   moot-doctor --program ~/.local/bin/omp-next omp --keep doctor-evidence
   moot-doctor pi --scenario drop --scenario resume --json | jq '.runtimes[].scenarios'
-  moot-doctor --serve --port 18300 --scenario-file scenario   # only the fake model";
+  moot-doctor --serve --port 18300 --scenario-file scenario   # only the fake model
+  (eval \"$(moot-doctor --fake-home h --origin http://127.0.0.1:18300 claude)\" && HOME=$PWD/h claude -p hi)";
 
 fn main() -> ExitCode {
     moot::report::main::<Cli>(TOOL, EXIT_USAGE, EXIT_DIFFERS, |cli| run(TOOL, &cli.args))

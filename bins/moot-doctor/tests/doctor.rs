@@ -93,6 +93,32 @@ fn usage_errors_exit_2_with_one_line() {
         vec!["--legacy-result", "codex"],
         vec!["--serve", "--retry-then", "nosuch"],
         vec!["--deadline", "soon", "codex"],
+        vec![
+            "--fake-home",
+            "h",
+            "--origin",
+            "http://127.0.0.1:1",
+            "codex",
+            "pi",
+        ],
+        vec!["--fake-home", "h", "codex"],
+        vec!["--fake-home", "h", "--origin", "127.0.0.1:1", "codex"],
+        vec![
+            "--fake-home",
+            "h",
+            "--origin",
+            "http://127.0.0.1:1",
+            "shell",
+        ],
+        vec![
+            "--fake-home",
+            "h",
+            "--origin",
+            "http://127.0.0.1:1",
+            "--serve",
+        ],
+        vec!["--origin", "http://127.0.0.1:1", "codex"],
+        vec!["--key-file", "k", "codex"],
     ] {
         let out = doctor().args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
@@ -101,6 +127,69 @@ fn usage_errors_exit_2_with_one_line() {
         assert!(text.starts_with("moot-doctor: "), "{args:?}: {text}");
         assert!(out.stdout.is_empty(), "{args:?}");
     }
+}
+
+/// `--fake-home` writes what a certification's HOME holds, with the origin and key given, and
+/// prints sh that sets the CLI's variables and the pipeline's facts.
+#[test]
+fn fake_home_writes_the_runtime_s_configuration_and_prints_sh() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("provider.key");
+    fs::write(&key, "e2e-key-'quoted'\n").unwrap();
+    let run = |runtime: &str, home: &Path| {
+        let out = doctor()
+            .arg("--fake-home")
+            .arg(home)
+            .args(["--origin", "http://127.0.0.1:4321", "--key-file"])
+            .arg(&key)
+            .arg(runtime)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{runtime}: {}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // omp keeps the key in its configuration.
+    let omp_home = dir.path().join("omp");
+    run("omp", &omp_home);
+    let models = fs::read_to_string(omp_home.join(".omp/agent/models.yml")).unwrap();
+    assert!(
+        models.contains("baseUrl: http://127.0.0.1:4321/v1"),
+        "{models}"
+    );
+    assert!(models.contains("apiKey: e2e-key-'quoted'"), "{models}");
+    // codex takes it from a variable, which the pipeline must keep: sh sets both.
+    let codex_home = dir.path().join("codex");
+    let printed = run("codex", &codex_home);
+    let config = fs::read_to_string(codex_home.join(".codex/config.toml")).unwrap();
+    assert!(
+        config.contains("base_url = \"http://127.0.0.1:4321/v1\""),
+        "{config}"
+    );
+    let evaluated = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"eval "$1"; printf '%s|' "$CODEX_HOME" "$FAKE_PROVIDER_API_KEY" "$moot_keep" "$moot_stderr_file""#)
+        .arg("sh")
+        .arg(&printed)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&evaluated.stdout),
+        format!(
+            "{}|e2e-key-'quoted'|FAKE_PROVIDER_API_KEY||",
+            fs::canonicalize(&codex_home)
+                .unwrap()
+                .join(".codex")
+                .display()
+        ),
+        "{printed}"
+    );
+    // Kimi Code's pipeline reads its stderr and its session store.
+    let kimi = run("kimi", &dir.path().join("kimi"));
+    assert!(kimi.contains("\nmoot_stderr_file=1\n"), "{kimi}");
+    assert!(
+        kimi.contains("\nmoot_session_store=.kimi-code/sessions\n"),
+        "{kimi}"
+    );
 }
 
 /// A CLI that is not installed: named, its row shows no version to judge, and with nothing on

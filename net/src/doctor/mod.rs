@@ -4,6 +4,7 @@
 //! points the CLI at it, and runs every scenario ([`scenario::SCENARIOS`]) through the README's
 //! pipeline with moot's own tools, comparing each verdict with the expected one.
 
+mod fake_home;
 pub mod output;
 pub mod pipeline;
 pub mod scenario;
@@ -112,6 +113,25 @@ pub struct DoctorArgs {
     /// parsers refuse as invalid.
     #[arg(long)]
     pub legacy_result: bool,
+
+    /// Only write RUNTIME's configuration for the fake model at --origin into DIR (made if
+    /// absent), as a certification does, and print as sh assignments what to run the CLI with
+    /// there (HOME=DIR): a certification's run, by hand, beside --serve.
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with_all = ["serve", "program", "strict", "json", "keep", "scenarios"]
+    )]
+    pub fake_home: Option<PathBuf>,
+
+    /// With --fake-home: the fake model's origin, as --serve printed it.
+    #[arg(long, value_name = "URL")]
+    pub origin: Option<String>,
+
+    /// With --fake-home: the provider key the configuration holds, the first line of FILE
+    /// (default: moot-doctor's own dummy key).
+    #[arg(long, value_name = "FILE")]
+    pub key_file: Option<PathBuf>,
 }
 
 /// `--scenario`'s help: every scenario moot-doctor certifies.
@@ -144,6 +164,9 @@ pub fn run(tool: &str, args: &DoctorArgs) -> Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
+    if let Some(home) = &args.fake_home {
+        return fake_home::write(tool, args, home, &chosen);
+    }
     let mut report = Report {
         ok: true,
         runtimes: Vec::new(),
@@ -234,6 +257,34 @@ fn choose(args: &DoctorArgs) -> Result<Vec<(&'static Meta, &'static Certify)>, S
     ];
     if let Some((flag, _)) = serve_only.iter().find(|(_, given)| *given) {
         return Err(format!("{flag} is for --serve only"));
+    }
+    if args.fake_home.is_some() {
+        if args.runtimes.len() != 1 {
+            return Err("--fake-home takes exactly one RUNTIME".into());
+        }
+        match args.origin.as_deref() {
+            None => {
+                return Err(
+                    "--fake-home needs --origin URL (the fake model's, as --serve printed it)"
+                        .into(),
+                )
+            }
+            Some(origin) if !origin.starts_with("http://") && !origin.starts_with("https://") => {
+                return Err(format!(
+                    "--origin {origin}: not an http:// or https:// URL (give the fake model's, \
+                     as --serve printed it)"
+                ))
+            }
+            Some(_) => {}
+        }
+    } else if let Some(flag) = [
+        ("--origin", args.origin.is_some()),
+        ("--key-file", args.key_file.is_some()),
+    ]
+    .iter()
+    .find_map(|(flag, given)| given.then_some(flag))
+    {
+        return Err(format!("{flag} is for --fake-home only"));
     }
     for name in &args.scenarios {
         if scenario::find(name).is_none() {
@@ -417,7 +468,7 @@ fn certify_into(
         ..fake_model::Options::default()
     })
     .context("the fake model")?;
-    let fake = (certify.fake_home)(&home, &model.origin()).context("the private HOME")?;
+    let fake = (certify.fake_home)(&home, &model.origin(), FAKE_KEY).context("the private HOME")?;
     let env = Env::new(&home, &bin, program.parent(), &fake);
 
     let [_, _, _, sandbox, _] = &tools;
@@ -789,16 +840,13 @@ fn keep_files(stage: &Path, dir: &Path, label: &str) -> Result<()> {
     Ok(())
 }
 
-/// The first line of `--require-key-file`.
-fn required_key(path: &Path) -> Result<String> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("--require-key-file ({})", path.display()))?;
+/// The key on the first line of `path`, which `flag` named.
+fn key_in(flag: &str, path: &Path) -> Result<String> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("{flag} ({})", path.display()))?;
     match text.lines().next().map(str::trim) {
         Some(key) if !key.is_empty() => Ok(key.to_string()),
-        _ => bail!(
-            "--require-key-file ({}): no key on its first line",
-            path.display()
-        ),
+        _ => bail!("{flag} ({}): no key on its first line", path.display()),
     }
 }
 
@@ -819,7 +867,7 @@ fn serve(tool: &str, args: &DoctorArgs) -> Result<ExitCode> {
         required_key: args
             .require_key_file
             .as_deref()
-            .map(required_key)
+            .map(|path| key_in("--require-key-file", path))
             .transpose()?,
         retry_fails: args.retry_fails.unwrap_or(defaults.retry_fails),
         retry_then: args.retry_then.clone(),

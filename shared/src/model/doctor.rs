@@ -16,8 +16,9 @@ pub struct Certify {
     /// Read with [`Certify::pinned`] and [`Certify::install_field`].
     pub install: &'static str,
     /// Writes the CLI's configuration under a private, empty HOME so that it talks to the model
-    /// at `origin` (`http://127.0.0.1:PORT`) only, and says how to run it there.
-    pub fake_home: fn(home: &Path, origin: &str) -> io::Result<FakeHome>,
+    /// at `origin` (`http://127.0.0.1:PORT`) only, with `key` as the provider's key where an
+    /// operator keeps it, and says how to run it there.
+    pub fake_home: fn(home: &Path, origin: &str, key: &str) -> io::Result<FakeHome>,
     /// Scenarios whose verdict on the pinned CLI differs from the doctor's default, as
     /// `(scenario, expected verdict)` in the doctor's notation (`ok`, `fail:<class>`, classes
     /// joined by `|` when either is right). net/src/doctor/ checks every name and verdict here.
@@ -63,9 +64,9 @@ macro_rules! repo_plants {
 }
 pub(crate) use repo_plants;
 
-/// The provider key every fake HOME configures, as an operator's config holds a real one: the
-/// certification's credential proxy holds it (moot-broker --forward), the fake model answers
-/// 401 to any other key, and the seat gets only the job token.
+/// The provider key a certification's fake HOME configures, as an operator's holds a real one:
+/// the certification's credential proxy holds it (moot-broker --forward), the fake model
+/// answers 401 to any other key, and the seat gets only the job token.
 pub const FAKE_KEY: &str = "dummy-not-a-secret";
 
 /// How to run a CLI against the fake model from its private HOME.

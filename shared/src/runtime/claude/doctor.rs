@@ -3,7 +3,7 @@
 use std::io;
 use std::path::Path;
 
-use crate::model::doctor::{repo_plants, FAKE_KEY};
+use crate::model::doctor::repo_plants;
 use crate::model::{Certify, FakeHome};
 
 pub static CERTIFY: Certify = Certify {
@@ -24,13 +24,13 @@ pub static CERTIFY: Certify = Certify {
 /// Claude Code takes its provider from the environment alone: the origin, a dummy key, no
 /// telemetry or updater traffic, and one quick retry. Its temporary directory is moved into the
 /// private HOME (by default it is `$TMPDIR/claude-<uid>`), so it goes with the HOME.
-fn fake_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
+fn fake_home(home: &Path, origin: &str, key: &str) -> io::Result<FakeHome> {
     let temp = home.join("claude-tmp");
     std::fs::create_dir(&temp)?;
     Ok(FakeHome::with_env(&[
         ("CLAUDE_CODE_TMPDIR", temp.to_string_lossy().into_owned()),
         ("ANTHROPIC_BASE_URL", origin.to_string()),
-        ("ANTHROPIC_API_KEY", FAKE_KEY.into()),
+        ("ANTHROPIC_API_KEY", key.into()),
         ("DISABLE_TELEMETRY", "1".into()),
         ("DISABLE_ERROR_REPORTING", "1".into()),
         ("DISABLE_AUTOUPDATER", "1".into()),

@@ -3,8 +3,8 @@
 use std::io;
 use std::path::Path;
 
+use crate::model::doctor::repo_plants;
 use crate::model::doctor::write_config;
-use crate::model::doctor::{repo_plants, FAKE_KEY};
 use crate::model::{Certify, FakeHome};
 
 pub static CERTIFY: Certify = Certify {
@@ -26,7 +26,7 @@ const KEY_VAR: &str = "FAKE_PROVIDER_API_KEY";
 
 /// A `fake` provider speaking the Responses API at `origin`, with one quick retry of a request
 /// and of a stream.
-fn fake_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
+fn fake_home(home: &Path, origin: &str, key: &str) -> io::Result<FakeHome> {
     write_config(
         home,
         ".codex/config.toml",
@@ -38,7 +38,7 @@ fn fake_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
     )?;
     let mut fake = FakeHome::with_env(&[
         ("CODEX_HOME", home.join(".codex").display().to_string()),
-        (KEY_VAR, FAKE_KEY.into()),
+        (KEY_VAR, key.into()),
     ]);
     fake.keep.push(KEY_VAR.into());
     Ok(fake)

@@ -5,8 +5,8 @@
 use std::io;
 use std::path::Path;
 
+use crate::model::doctor::repo_plants;
 use crate::model::doctor::write_config;
-use crate::model::doctor::{repo_plants, FAKE_KEY};
 use crate::model::{Certify, FakeHome};
 
 /// Kimi Code: the `@moonshot-ai/kimi-code` npm package.
@@ -44,23 +44,28 @@ pub static KIMI_CLI: Certify = Certify {
 
 /// The config both read: a `kimi`-typed provider at `origin` and its one model, `top` keys
 /// before the tables and `tables` after them.
-fn config(origin: &str, top: &str, tables: &str) -> String {
+fn config(origin: &str, key: &str, top: &str, tables: &str) -> String {
     format!(
         "default_model = \"fake\"\n{top}[providers.fake]\ntype = \"kimi\"\n\
-         base_url = \"{origin}/v1\"\napi_key = \"{FAKE_KEY}\"\n[models.fake]\n\
+         base_url = \"{origin}/v1\"\napi_key = \"{key}\"\n[models.fake]\n\
          provider = \"fake\"\nmodel = \"fake-model\"\nmax_context_size = 128000\n{tables}"
     )
 }
 
 /// Kimi Code keeps its config and session store under KIMI_CODE_HOME; how an answer ended is
 /// only in that store, which the parser reads.
-fn kimi_code_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
+fn kimi_code_home(home: &Path, origin: &str, key: &str) -> io::Result<FakeHome> {
     // Two attempts per step: Kimi Code retries a provider failure (an empty answer included)
     // ten times with backoff by default, minutes in all.
     write_config(
         home,
         ".kimi-code/config.toml",
-        &config(origin, "", "[loop_control]\nmax_attempts_per_step = 2\n"),
+        &config(
+            origin,
+            key,
+            "",
+            "[loop_control]\nmax_attempts_per_step = 2\n",
+        ),
     )?;
     let dir = home.join(".kimi-code");
     let mut fake = FakeHome::with_env(&[
@@ -75,11 +80,11 @@ fn kimi_code_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
 
 /// kimi-cli reads `~/.kimi/config.toml`. Its answers must carry a gitmoot_result (the only
 /// proof it finished), which the parser's envelope already requires.
-fn kimi_cli_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
+fn kimi_cli_home(home: &Path, origin: &str, key: &str) -> io::Result<FakeHome> {
     write_config(
         home,
         ".kimi/config.toml",
-        &config(origin, "telemetry = false\n", ""),
+        &config(origin, key, "telemetry = false\n", ""),
     )?;
     let mut fake = FakeHome::with_env(&[("KIMI_DISABLE_TELEMETRY", "1".into())]);
     fake.stderr_file = true;

@@ -3,8 +3,8 @@
 use std::io;
 use std::path::Path;
 
+use crate::model::doctor::repo_plants;
 use crate::model::doctor::write_config;
-use crate::model::doctor::{repo_plants, FAKE_KEY};
 use crate::model::{Certify, FakeHome};
 
 pub static CERTIFY: Certify = Certify {
@@ -38,13 +38,13 @@ pub static CERTIFY: Certify = Certify {
 
 /// A `fake` provider speaking chat completions at `origin`, and one quick retry (omp retries a
 /// provider error ten times, with backoff up to minutes, by default).
-fn fake_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
+fn fake_home(home: &Path, origin: &str, key: &str) -> io::Result<FakeHome> {
     write_config(
         home,
         ".omp/agent/models.yml",
         &format!(
             "providers:\n  fake:\n    baseUrl: {origin}/v1\n    api: openai-completions\n    \
-             apiKey: {FAKE_KEY}\n    models:\n      - id: fake-model\n        \
+             apiKey: {key}\n    models:\n      - id: fake-model\n        \
              name: Fake Model\n        contextWindow: 128000\n        maxTokens: 4096\n"
         ),
     )?;

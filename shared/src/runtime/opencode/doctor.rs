@@ -4,8 +4,8 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
+use crate::model::doctor::repo_plants;
 use crate::model::doctor::write_config;
-use crate::model::doctor::{repo_plants, FAKE_KEY};
 use crate::model::{Certify, FakeHome};
 
 pub static CERTIFY: Certify = Certify {
@@ -28,7 +28,7 @@ pub static CERTIFY: Certify = Certify {
 /// A `fake` openai-compatible provider at `origin`, with no update, sharing, model fetch, LSP
 /// download or default plugin, in the XDG directories a desktop has (opencode's sandbox
 /// profile makes its own directories only where their parent exists).
-fn fake_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
+fn fake_home(home: &Path, origin: &str, key: &str) -> io::Result<FakeHome> {
     for dir in [".local/share", ".local/state", ".cache"] {
         fs::create_dir_all(home.join(dir))?;
     }
@@ -39,7 +39,7 @@ fn fake_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
             "{{\"autoupdate\":false,\"share\":\"disabled\",\"model\":\"fake/fake-model\",\
              \"provider\":{{\"fake\":{{\"npm\":\"@ai-sdk/openai-compatible\",\
              \"name\":\"Fake provider\",\"options\":{{\"baseURL\":\"{origin}/v1\",\
-             \"apiKey\":\"{FAKE_KEY}\"}},\"models\":{{\"fake-model\":{{\
+             \"apiKey\":\"{key}\"}},\"models\":{{\"fake-model\":{{\
              \"name\":\"Fake Model\",\"limit\":{{\"context\":128000,\"output\":4096}}}}}}}}}}}}\n"
         ),
     )?;

@@ -3,8 +3,8 @@
 use std::io;
 use std::path::Path;
 
+use crate::model::doctor::repo_plants;
 use crate::model::doctor::write_config;
-use crate::model::doctor::{repo_plants, FAKE_KEY};
 use crate::model::{Certify, FakeHome};
 
 pub static CERTIFY: Certify = Certify {
@@ -20,13 +20,13 @@ pub static CERTIFY: Certify = Certify {
 
 /// A `fake` provider speaking chat completions at `origin`, without the developer role or a
 /// reasoning effort (a plain chat-completions server has neither), and pi kept offline.
-fn fake_home(home: &Path, origin: &str) -> io::Result<FakeHome> {
+fn fake_home(home: &Path, origin: &str, key: &str) -> io::Result<FakeHome> {
     write_config(
         home,
         ".pi/agent/models.json",
         &format!(
             "{{\"providers\":{{\"fake\":{{\"baseUrl\":\"{origin}/v1\",\"api\":\"openai-completions\",\
-             \"apiKey\":\"{FAKE_KEY}\",\"compat\":{{\"supportsDeveloperRole\":false,\
+             \"apiKey\":\"{key}\",\"compat\":{{\"supportsDeveloperRole\":false,\
              \"supportsReasoningEffort\":false}},\"models\":[{{\"id\":\"fake-model\",\
              \"name\":\"Fake Model\",\"contextWindow\":128000,\"maxTokens\":4096}}]}}}}}}\n"
         ),
