@@ -65,12 +65,66 @@ where
     H: Fn(Request<Incoming>) -> F + Clone + Send + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
-    serve_with_header_timeout(listener, handler, HEADER_TIMEOUT).await
+    serve_with_header_timeout(listener, None, handler, HEADER_TIMEOUT).await
 }
 
-/// [`serve`] with a header timeout of its own (the test of the timeout waits one second, not ten).
+/// [`serve`] behind TLS: each connection's handshake (bounded in time as a head is), then
+/// HTTP/1.1.
+pub async fn serve_tls<H, F>(
+    listener: std::net::TcpListener,
+    tls: Tls,
+    handler: H,
+) -> io::Result<()>
+where
+    H: Fn(Request<Incoming>) -> F + Clone + Send + 'static,
+    F: Future<Output = Response<Body>> + Send + 'static,
+{
+    serve_with_header_timeout(listener, Some(tls), handler, HEADER_TIMEOUT).await
+}
+
+/// A server's certificate chain and key, for [`serve_tls`].
+#[derive(Clone)]
+pub struct Tls(tokio_rustls::TlsAcceptor);
+
+impl Tls {
+    /// The PEM certificate chain in `chain` (leaf first) and the PEM private key in `key`.
+    pub fn from_pem(chain: &[u8], key: &[u8]) -> anyhow::Result<Tls> {
+        use anyhow::Context as _;
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let chain = CertificateDer::pem_slice_iter(chain)
+            .collect::<Result<Vec<_>, _>>()
+            .context("not a PEM certificate chain")?;
+        if chain.is_empty() {
+            anyhow::bail!("no PEM certificate in the chain");
+        }
+        let key = PrivateKeyDer::from_pem_slice(key).context("not a PEM private key")?;
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .context("configuring TLS")?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .context("a certificate and key rustls refuses (do they match?)")?;
+        Ok(Tls(tokio_rustls::TlsAcceptor::from(Arc::new(config))))
+    }
+
+    /// [`Tls::from_pem`] of the files `chain` and `key`.
+    pub fn from_pem_files(chain: &std::path::Path, key: &std::path::Path) -> anyhow::Result<Tls> {
+        use anyhow::Context as _;
+        let read = |path: &std::path::Path| {
+            std::fs::read(path).with_context(|| format!("reading {}", path.display()))
+        };
+        Tls::from_pem(&read(chain)?, &read(key)?)
+    }
+}
+
+/// [`serve`] with a header timeout of its own (the test of the timeout waits one second, not ten),
+/// behind `tls` when given.
 async fn serve_with_header_timeout<H, F>(
     listener: std::net::TcpListener,
+    tls: Option<Tls>,
     handler: H,
     header_timeout: Duration,
 ) -> io::Result<()>
@@ -95,22 +149,41 @@ where
         // Answers and streamed events go out as they are written (no Nagle delay).
         let _ = stream.set_nodelay(true);
         let handler = handler.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |request| {
-                let response = handler(request);
-                async move { Ok::<_, Infallible>(response.await) }
-            });
-            // Errors here are the peer's (a reset, a head too slow or too big) or a deliberately
-            // aborted body.
-            let _ = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(header_timeout)
-                .max_buf_size(MAX_HEAD)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
+            match tls {
+                None => serve_connection(stream, handler, header_timeout).await,
+                Some(Tls(acceptor)) => {
+                    let handshake = tokio::time::timeout(header_timeout, acceptor.accept(stream));
+                    if let Ok(Ok(stream)) = handshake.await {
+                        serve_connection(stream, handler, header_timeout).await;
+                    }
+                }
+            }
             drop(slot);
         });
     }
+}
+
+/// Serves HTTP/1.1 on one connection until it ends.
+async fn serve_connection<S, H, F>(stream: S, handler: H, header_timeout: Duration)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    H: Fn(Request<Incoming>) -> F + Clone + Send + 'static,
+    F: Future<Output = Response<Body>> + Send + 'static,
+{
+    let service = service_fn(move |request| {
+        let response = handler(request);
+        async move { Ok::<_, Infallible>(response.await) }
+    });
+    // Errors here are the peer's (a reset, a head too slow or too big) or a deliberately
+    // aborted body.
+    let _ = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .max_buf_size(MAX_HEAD)
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
 }
 
 /// A body of `bytes`, sent whole with a Content-Length.
@@ -267,7 +340,12 @@ mod tests {
         let listener = bind_loopback().unwrap();
         let origin = format!("http://{}", listener.local_addr().unwrap());
         rt.block_on(async move {
-            let server = tokio::spawn(serve_with_header_timeout(listener, handler, header_timeout));
+            let server = tokio::spawn(serve_with_header_timeout(
+                listener,
+                None,
+                handler,
+                header_timeout,
+            ));
             client_side(origin).await;
             server.abort();
         });

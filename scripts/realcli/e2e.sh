@@ -38,14 +38,16 @@ CLIS=${*:-$(python3 -c 'import json, sys; print(" ".join(e["name"] for e in json
 SEAT_USER=${SEAT_USER:-}
 [ -z "$SEAT_USER" ] || chmod 711 "$work"
 passed=0 failed=0 skipped=0
-trap 'kill "$fake_pid" "${tls_pid:-}" 2>/dev/null; [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
+trap 'kill "$fake_pid" 2>/dev/null; [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
 
 # Every CLI talks to the fake provider only; nothing else is reachable anyway.
 export HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9
 export NO_PROXY=127.0.0.1,localhost
 
 # ---- the fake model (moot-doctor's, net/src/fake_model/): one server on a port the kernel
-# picks, the scenario re-read from a file on every request
+# picks, the scenario re-read from a file on every request, served over HTTPS with a
+# certificate of its own CA, which only the credential proxy trusts (--upstream-ca): the CLIs
+# reach it through the proxy alone.
 scenario_file=$work/scenario
 dump=$work/dump
 # The provider's key: every CLI's configuration (or environment) holds it as an operator's does,
@@ -53,35 +55,24 @@ dump=$work/dump
 # gets a job token (the nokey scenario searches the seat for the key).
 provider_key=e2e-provider-key-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 printf '%s\n' "$provider_key" >"$work/provider.key" && chmod 600 "$work/provider.key"
-mkdir -p "$dump"
+ca=$work/tls/cert.pem
+mkdir -p "$dump" "$work/tls"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+    -subj /CN=moot-e2e -addext subjectAltName=IP:127.0.0.1 \
+    -addext basicConstraints=critical,CA:FALSE -keyout "$work/tls/key.pem" -out "$ca" \
+    >"$work/tls/openssl.log" 2>&1 ||
+    { echo "e2e: openssl could not make the fake model's certificate: $(head -c 300 "$work/tls/openssl.log")" >&2; exit 1; }
 echo plain >"$scenario_file"
 "$MOOT_BIN/moot-doctor" --serve --scenario-file "$scenario_file" --dump-dir "$dump" \
-    --require-key-file "$work/provider.key" \
+    --require-key-file "$work/provider.key" --tls-cert "$ca" --tls-key "$work/tls/key.pem" \
     >"$work/fake.origin" 2>"$work/fake.log" &
 fake_pid=$!
 for _ in $(seq 100); do
     [ -s "$work/fake.origin" ] && break
     sleep 0.1
 done
-port=$(sed -n 's|^http://127\.0\.0\.1:\([0-9]*\)$|\1|p' "$work/fake.origin")
-[ -n "$port" ] || { echo "e2e: the fake model did not start: $(head -c 300 "$work/fake.log")" >&2; exit 1; }
-# Served over HTTPS with a certificate of its own CA, which only the credential proxy trusts
-# (--upstream-ca): the CLIs reach it through the proxy alone.
-ca=$work/tls/cert.pem
-mkdir -p "$work/tls"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
-    -subj /CN=moot-e2e -addext subjectAltName=IP:127.0.0.1 \
-    -addext basicConstraints=critical,CA:FALSE -keyout "$work/tls/key.pem" -out "$ca" \
-    >"$work/tls/openssl.log" 2>&1 ||
-    { echo "e2e: openssl could not make the fake model's certificate: $(head -c 300 "$work/tls/openssl.log")" >&2; exit 1; }
-python3 "$here/tls_relay.py" "$ca" "$work/tls/key.pem" "$port" >"$work/tls.origin" 2>"$work/tls.log" &
-tls_pid=$!
-for _ in $(seq 100); do
-    [ -s "$work/tls.origin" ] && break
-    sleep 0.1
-done
-provider=$(cat "$work/tls.origin")
-[ -n "$provider" ] || { echo "e2e: the fake model's HTTPS did not start: $(head -c 300 "$work/tls.log")" >&2; exit 1; }
+provider=$(sed -n '/^https:\/\/127\.0\.0\.1:[0-9]*$/p' "$work/fake.origin")
+[ -n "$provider" ] || { echo "e2e: the fake model did not start: $(head -c 300 "$work/fake.log")" >&2; exit 1; }
 
 # ---- per CLI: where it is, its isolated home and provider config, how to run it
 # Each setup_* exports HOME (and the CLI's own variables); setup_common RUNTIME sets runtime,

@@ -69,7 +69,7 @@ impl FakeUpstream {
         let acceptor = behaviour
             .tls
             .as_ref()
-            .map(|(chain, key)| acceptor(chain, key));
+            .map(|(chain, key)| http::Tls::from_pem(chain, key).unwrap());
         let state = Arc::new((behaviour, Arc::clone(&log)));
         let thread = std::thread::spawn(move || {
             let runtime = http::runtime().unwrap();
@@ -79,8 +79,8 @@ impl FakeUpstream {
                     async move { answer(&state.0, &state.1, request).await }
                 };
                 match acceptor {
-                    Some(acceptor) => tokio::select! {
-                        _ = serve_tls(listener, acceptor, handler) => {}
+                    Some(tls) => tokio::select! {
+                        _ = http::serve_tls(listener, tls, handler) => {}
                         _ = stopped => {}
                     },
                     None => tokio::select! {
@@ -112,53 +112,6 @@ impl Drop for FakeUpstream {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-    }
-}
-
-/// A TLS acceptor for the PEM certificate chain and key.
-pub fn acceptor(chain: &[u8], key: &[u8]) -> tokio_rustls::TlsAcceptor {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(chain)
-        .map(Result::unwrap)
-        .collect();
-    let key = PrivateKeyDer::from_pem_slice(key).unwrap();
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(chain, key)
-    .unwrap();
-    tokio_rustls::TlsAcceptor::from(Arc::new(config))
-}
-
-/// [`http::serve`] behind TLS: each connection's handshake, then HTTP/1.1.
-pub async fn serve_tls<H, F>(
-    listener: std::net::TcpListener,
-    acceptor: tokio_rustls::TlsAcceptor,
-    handler: H,
-) where
-    H: Fn(Request<Incoming>) -> F + Clone + Send + 'static,
-    F: std::future::Future<Output = Response<Body>> + Send + 'static,
-{
-    let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-    while let Ok((stream, _)) = listener.accept().await {
-        let acceptor = acceptor.clone();
-        let handler = handler.clone();
-        tokio::spawn(async move {
-            let Ok(tls) = acceptor.accept(stream).await else {
-                return;
-            };
-            let service = hyper::service::service_fn(move |request| {
-                let response = handler(request);
-                async move { Ok::<_, std::convert::Infallible>(response.await) }
-            });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
-                .await;
-        });
     }
 }
 
@@ -252,4 +205,43 @@ async fn answer(
     }
     // Any write that reached this far is logged above; the tests assert none does.
     http::json(StatusCode::OK, &json!({"ok": true}))
+}
+
+/// A self-signed certificate for 127.0.0.1 and `provider.test` (a name only a test's egress
+/// proxy resolves) (PEM chain, PEM key; the chain is its own CA,
+/// `cert.pem` in `dir`), made by openssl(1); `None` after a loud skip when there is no openssl.
+pub fn self_signed(dir: &std::path::Path, test: &str) -> Option<(Vec<u8>, Vec<u8>)> {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "1",
+        ])
+        .args([
+            "-subj",
+            "/CN=moot-test",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1,DNS:provider.test",
+        ])
+        .args(["-addext", "basicConstraints=critical,CA:FALSE", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output();
+    match made {
+        Ok(out) if out.status.success() => {
+            Some((std::fs::read(&cert).unwrap(), std::fs::read(&key).unwrap()))
+        }
+        other => {
+            crate::skip(test, &format!("openssl: {other:?}"));
+            None
+        }
+    }
 }

@@ -17,8 +17,7 @@ use hyper::header::HeaderMap;
 use hyper::{Request, Response, StatusCode};
 use moot_net::broker::forward::{Forwarder, Scheme};
 use moot_net::http::{self, Body};
-use moot_testkit::fake_upstream::{acceptor, serve_tls};
-use support::self_signed;
+use moot_testkit::fake_upstream::self_signed;
 use tokio::sync::Semaphore;
 
 const REAL_KEY: &str = "sk-ant-real-provider-key-4242";
@@ -63,14 +62,14 @@ impl Provider {
         let origin = format!("https://{}", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
         let second_event = Arc::new(Semaphore::new(0));
-        let acceptor = acceptor(chain, key);
+        let tls = http::Tls::from_pem(chain, key).unwrap();
         let (log, gate) = (Arc::clone(&seen), Arc::clone(&second_event));
         std::thread::spawn(move || {
             http::runtime()
                 .unwrap()
-                .block_on(serve_tls(listener, acceptor, move |request| {
+                .block_on(http::serve_tls(listener, tls, move |request| {
                     answer(Arc::clone(&log), Arc::clone(&gate), request)
-                }));
+                }))
         });
         Provider {
             origin,

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::{Method, Request, StatusCode};
 use moot_net::http;
-use moot_testkit::fake_upstream::{api_key_entry, Behaviour, FakeUpstream};
+use moot_testkit::fake_upstream::{api_key_entry, self_signed, Behaviour, FakeUpstream};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 use support::*;

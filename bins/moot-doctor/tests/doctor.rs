@@ -119,6 +119,8 @@ fn usage_errors_exit_2_with_one_line() {
         ],
         vec!["--origin", "http://127.0.0.1:1", "codex"],
         vec!["--key-file", "k", "codex"],
+        vec!["--tls-cert", "c", "--tls-key", "k", "codex"],
+        vec!["--serve", "--tls-cert", "c"],
     ] {
         let out = doctor().args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));

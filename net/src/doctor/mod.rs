@@ -20,6 +20,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use crate::fake_model::{self, FakeModel};
+use crate::http;
 use moot::model::doctor::{known_good, known_good_range, same_major, version_in, FAKE_KEY};
 use moot::model::{Certify, FakeHome, Meta};
 use moot::registry;
@@ -113,6 +114,15 @@ pub struct DoctorArgs {
     /// parsers refuse as invalid.
     #[arg(long)]
     pub legacy_result: bool,
+
+    /// With --serve: serve HTTPS with the PEM certificate chain in FILE (and --tls-key): the
+    /// origin printed is https://, for a test of moot-broker --upstream-ca.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// With --serve --tls-cert: the certificate's PEM private key.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 
     /// Only write RUNTIME's configuration for the fake model at --origin into DIR (made if
     /// absent), as a certification does, and print as sh assignments what to run the CLI with
@@ -254,6 +264,8 @@ fn choose(args: &DoctorArgs) -> Result<Vec<(&'static Meta, &'static Certify)>, S
         ("--retry-fails", args.retry_fails.is_some()),
         ("--retry-then", args.retry_then.is_some()),
         ("--legacy-result", args.legacy_result),
+        ("--tls-cert", args.tls_cert.is_some()),
+        ("--tls-key", args.tls_key.is_some()),
     ];
     if let Some((flag, _)) = serve_only.iter().find(|(_, given)| *given) {
         return Err(format!("{flag} is for --serve only"));
@@ -873,9 +885,18 @@ fn serve(tool: &str, args: &DoctorArgs) -> Result<ExitCode> {
         retry_then: args.retry_then.clone(),
         legacy_result: args.legacy_result,
     };
-    fake_model::serve_forever(options, |port| {
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            Some(http::Tls::from_pem_files(cert, key).with_context(|| {
+                format!("--tls-cert {} --tls-key {}", cert.display(), key.display())
+            })?)
+        }
+        _ => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    fake_model::serve_forever(options, tls, |port| {
         let mut out = io::stdout().lock();
-        let _ = writeln!(out, "http://127.0.0.1:{port}");
+        let _ = writeln!(out, "{scheme}://127.0.0.1:{port}");
         let _ = out.flush();
     })
     .context("the fake model")?;

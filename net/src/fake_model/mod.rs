@@ -180,13 +180,23 @@ impl Drop for FakeModel {
     }
 }
 
-/// Serves on the calling thread until the process ends (`moot-doctor --serve`); `ready` gets the
-/// port once the server listens.
-pub fn serve_forever(options: Options, ready: impl FnOnce(u16)) -> io::Result<()> {
+/// Serves on the calling thread until the process ends (`moot-doctor --serve`), behind `tls` when
+/// given; `ready` gets the port once the server listens.
+pub fn serve_forever(
+    options: Options,
+    tls: Option<crate::http::Tls>,
+    ready: impl FnOnce(u16),
+) -> io::Result<()> {
     let (shared, listener, port) = prepare(options)?;
     let runtime = crate::http::runtime()?;
     ready(port);
-    runtime.block_on(serve(shared, listener))
+    let handler = move |request| server::handle(Arc::clone(&shared), request);
+    runtime.block_on(async move {
+        match tls {
+            None => crate::http::serve(listener, handler).await,
+            Some(tls) => crate::http::serve_tls(listener, tls, handler).await,
+        }
+    })
 }
 
 fn prepare(options: Options) -> io::Result<(Arc<server::Shared>, std::net::TcpListener, u16)> {

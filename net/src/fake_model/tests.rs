@@ -278,8 +278,10 @@ fn count_tokens_health_head_and_reset_answer_as_clients_expect() {
 #[test]
 fn serve_forever_serves_on_the_calling_thread_once_ready() {
     let (ready, port) = std::sync::mpsc::channel();
-    std::thread::spawn(move || serve_forever(Options::default(), |port| ready.send(port).unwrap()));
-    let port = port.recv_timeout(Duration::from_secs(5)).unwrap();
+    std::thread::spawn(move || {
+        serve_forever(Options::default(), None, |port| ready.send(port).unwrap())
+    });
+    let port = port.recv_timeout(moot_testkit::HANG_GUARD).unwrap();
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     use std::io::{Read, Write};
     stream
@@ -289,6 +291,45 @@ fn serve_forever_serves_on_the_calling_thread_once_ready() {
     stream.read_to_string(&mut answer).unwrap();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains("fake-model"));
+}
+
+/// Behind TLS (`moot-doctor --serve --tls-cert`), a client that trusts the certificate is
+/// answered, and one that does not never gets to send a request.
+#[test]
+fn serve_forever_behind_tls_answers_a_client_that_trusts_its_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let test = "serve_forever_behind_tls_answers_a_client_that_trusts_its_certificate";
+    let Some((chain, key)) = moot_testkit::fake_upstream::self_signed(dir.path(), test) else {
+        return;
+    };
+    let tls = http::Tls::from_pem(&chain, &key).unwrap();
+    let (ready, port) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        serve_forever(Options::default(), Some(tls), |port| {
+            ready.send(port).unwrap()
+        })
+    });
+    let port = port.recv_timeout(moot_testkit::HANG_GUARD).unwrap();
+    let models = format!("https://127.0.0.1:{port}/v1/models");
+    let ca = dir.path().join("cert.pem");
+    let get = |client: http::Client| {
+        client.request(
+            hyper::Request::get(models.as_str())
+                .body(http::empty())
+                .unwrap(),
+        )
+    };
+    http::runtime().unwrap().block_on(async {
+        let trusted = get(http::client(Some(&ca)).unwrap()).await.unwrap();
+        assert_eq!(trusted.status(), hyper::StatusCode::OK);
+        let body = http::read_body(trusted.into_body(), 1 << 20).await.unwrap();
+        assert!(String::from_utf8_lossy(&body).contains("fake-model"));
+        assert!(get(http::client(None).unwrap()).await.is_err());
+    });
+    assert!(matches!(
+        http::Tls::from_pem(&key, &chain),
+        Err(e) if e.to_string().contains("no PEM certificate")
+    ));
 }
 
 #[test]

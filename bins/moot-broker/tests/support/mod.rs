@@ -282,45 +282,6 @@ async fn model_answer(
     http::respond(StatusCode::OK, "text/event-stream", http::full(body))
 }
 
-/// A self-signed certificate for 127.0.0.1 and `provider.test` (a name only a test's egress
-/// proxy resolves) (PEM chain, PEM key; the chain is its own CA,
-/// `cert.pem` in `dir`), made by openssl(1); `None` after a loud skip when there is no openssl.
-pub fn self_signed(dir: &Path, test: &str) -> Option<(Vec<u8>, Vec<u8>)> {
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    let made = std::process::Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-days",
-            "1",
-        ])
-        .args([
-            "-subj",
-            "/CN=moot-test",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1,DNS:provider.test",
-        ])
-        .args(["-addext", "basicConstraints=critical,CA:FALSE", "-keyout"])
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .output();
-    match made {
-        Ok(out) if out.status.success() => {
-            Some((std::fs::read(&cert).unwrap(), std::fs::read(&key).unwrap()))
-        }
-        other => {
-            moot_testkit::skip(test, &format!("openssl: {other:?}"));
-            None
-        }
-    }
-}
-
 /// The README's read-only seat pipeline: from its `moot-render omp --readonly-seat` line to its
 /// `moot-parse-omp` line.
 pub fn readme_pipeline() -> String {
