@@ -81,22 +81,14 @@ impl Service<Uri> for Connector {
             let connecting = self.tcp.call(origin);
             return Box::pin(async move { connecting.await.map_err(Into::into) });
         };
+        if let Some(unusable) = unusable(&proxy) {
+            return Box::pin(async move { Err(unusable.into()) });
+        }
         let named = proxy
             .uri()
             .authority()
             .map(|a| a.to_string())
             .unwrap_or_default();
-        if proxy.uri().scheme_str() != Some("http") {
-            let scheme = proxy.uri().scheme_str().unwrap_or_default().to_string();
-            return Box::pin(async move {
-                Err(format!(
-                    "the proxy {scheme}://{named} the environment names: moot-broker speaks to a \
-                     proxy over http only (set it as http://{named}, or put this origin in \
-                     NO_PROXY)"
-                )
-                .into())
-            });
-        }
         let mut tunnel = Tunnel::new(proxy.uri().clone(), self.tcp.clone());
         if let Some(auth) = proxy.basic_auth() {
             tunnel = tunnel.with_auth(auth.clone());
@@ -111,6 +103,37 @@ impl Service<Uri> for Connector {
                 }) as Error
             })
         })
+    }
+}
+
+/// Why `proxy` cannot be used, when it cannot: moot-broker speaks to a proxy over plain http
+/// only. Named without the proxy's credentials.
+fn unusable(proxy: &Intercept) -> Option<String> {
+    let scheme = proxy.uri().scheme_str().unwrap_or_default();
+    if scheme == "http" {
+        return None;
+    }
+    let named = proxy
+        .uri()
+        .authority()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    Some(format!(
+        "the proxy {scheme}://{named} the environment names: moot-broker speaks to a proxy over \
+         http only (set it as http://{named}, or put this origin in NO_PROXY)"
+    ))
+}
+
+/// Refuses `origin` (an upstream URL) when the environment sends it through a proxy moot-broker
+/// cannot use: said before the job starts, not as a 502 to every request the CLI retries.
+pub fn check_route(origin: &str) -> Result<(), String> {
+    let Ok(origin) = origin.parse::<Uri>() else {
+        return Ok(());
+    };
+    let connector = Connector::from_env(HttpConnector::new());
+    match connector.proxy_for(&origin).as_ref().and_then(unusable) {
+        Some(why) => Err(why),
+        None => Ok(()),
     }
 }
 

@@ -279,10 +279,23 @@ fn a_provider_not_trusted_gets_no_request() {
 }
 
 /// `moot-broker --forward` around a command that writes its environment and the `{port}` it
-/// was given into `dir`, then waits for `dir/done`. The environment names a proxy on a closed
+/// was given into `dir`, then waits for `dir/done` (or for `dir` to be gone: a test that failed
+/// leaves no process behind). The environment names a proxy on a closed
 /// port, which a provider on loopback is never sent through.
 fn forwarding(dir: &std::path::Path, flags: &[&str]) -> std::process::Child {
     forwarding_via(dir, flags, CLOSED_PROXY)
+}
+
+/// Asserts that `child` was refused (exit 2, one line saying `says`) before its command ran in
+/// `dir`; its stderr.
+fn refused(dir: &std::path::Path, mut child: std::process::Child, says: &str) -> String {
+    let (status, stderr) = support::wait_output(&mut child);
+    assert_eq!(status.code(), Some(2), "{says}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("moot-broker: "), "{stderr}");
+    assert!(stderr.contains(says), "{stderr}");
+    assert!(!dir.join("env").exists(), "the command ran: {says}");
+    stderr
 }
 
 /// Lets the command under [`forwarding`] end, and waits for moot-broker's exit.
@@ -325,7 +338,7 @@ fn forward_to(
 fn forwarding_via(dir: &std::path::Path, flags: &[&str], proxy: &str) -> std::process::Child {
     let script =
         "env > \"$0/env.tmp\" && mv \"$0/env.tmp\" \"$0/env\"; echo {port} > \"$0/port\"; \
-                  while [ ! -e \"$0/done\" ]; do sleep 0.05; done";
+                  while [ ! -e \"$0/done\" ] && [ -d \"$0\" ]; do sleep 0.05; done";
     moot_testkit::with_default_signals(&mut std::process::Command::new(support::BIN))
         .args(flags)
         .args(["--", "sh", "-c", script])
@@ -565,17 +578,23 @@ fn a_forward_that_would_leak_or_has_no_key_is_refused() {
             "make it owner-only",
         ),
     ] {
-        let mut child = forwarding(dir.path(), &flags);
-        let (status, stderr) = support::wait_output(&mut child);
-        assert_eq!(status.code(), Some(2), "{flags:?}: {stderr}");
-        assert_eq!(stderr.lines().count(), 1, "{stderr}");
-        assert!(stderr.starts_with("moot-broker: "), "{stderr}");
-        assert!(stderr.contains(says), "{flags:?}: {stderr}");
-        assert!(
-            !dir.path().join("env").exists(),
-            "the command ran: {flags:?}"
-        );
+        refused(dir.path(), forwarding(dir.path(), &flags), says);
     }
+    // A proxy moot-broker cannot speak to is refused before the job, not at every request the
+    // CLI would retry, and without its credentials.
+    let flags = [
+        "--forward",
+        "https://api.example.com",
+        "--key-env",
+        "PROVIDER_KEY",
+    ];
+    let child = forwarding_via(dir.path(), &flags, "https://moot:s3cret@127.0.0.1:9");
+    let stderr = refused(
+        dir.path(),
+        child,
+        "the proxy https://127.0.0.1:9 the environment names",
+    );
+    assert!(!stderr.contains("s3cret"), "{stderr}");
     // The omp seat's flags do not mix with a proxy's.
     let out = std::process::Command::new(support::BIN)
         .args(["--forward", "https://api.example.com", "--model", "a/b"])
@@ -622,7 +641,7 @@ fn an_interrupt_inherited_as_ignored_stays_ignored() {
             "PROVIDER_KEY",
         ])
         .args(["--", "sh", "-c"])
-        .arg(": > \"$0/ran\"; while [ ! -e \"$0/done\" ]; do sleep 0.05; done")
+        .arg(": > \"$0/ran\"; while [ ! -e \"$0/done\" ] && [ -d \"$0\" ]; do sleep 0.05; done")
         .arg(dir.path())
         .env("PROVIDER_KEY", REAL_KEY)
         .stdin(std::process::Stdio::null())

@@ -221,6 +221,7 @@ fn check_forward(
     env: &[(OsString, OsString)],
 ) -> anyhow::Result<ForwardJob> {
     refuse::upstream("--forward", url)?;
+    crate::egress::check_route(url).map_err(|why| anyhow!("--forward {url}: {why}"))?;
     let (key, key_env) = match (&args.key_file, &args.key_env) {
         (Some(path), _) => (refuse::secret_file("--key-file", path)?, None),
         (None, Some(name)) => {
@@ -270,6 +271,8 @@ fn check_seat(args: &BrokerArgs, env: &[(OsString, OsString)]) -> anyhow::Result
         ),
     };
     let upstream = refuse::upstream("--upstream", &upstream)?;
+    crate::egress::check_route(&upstream.base)
+        .map_err(|why| anyhow!("the upstream broker {}: {why}", upstream.base))?;
     let token_file = match (&args.token_file, from_env(refuse::ENV_TOKEN_FILE)) {
         (Some(path), _) => path.clone(),
         (None, Some(path)) => PathBuf::from(path),
