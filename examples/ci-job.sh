@@ -32,6 +32,9 @@ key=${MOOT_PROVIDER_KEY_FILE:-}
 [ -n "$provider" ] && [ -n "$key" ] || fail "set MOOT_PROVIDER_URL and MOOT_PROVIDER_KEY_FILE" 2
 ca=${MOOT_PROVIDER_CA:-}
 seat_user=${MOOT_SEAT_USER:-}
+[ -n "$seat_user" ] || [ "$(id -u)" != 0 ] ||
+  echo "ci-job: warning: the agent runs as root, which can chmod and chown root's files past" \
+    "Landlock; set MOOT_SEAT_USER=nobody:nogroup (README.md)" >&2
 stage=${MOOT_JOB_DIR:-$(mktemp -d)}
 # The seat's user enters the stage (its prompt and state are there) but lists nothing.
 [ -z "$seat_user" ] || chmod 711 "$stage" || fail "cannot open $stage to $seat_user"
@@ -39,6 +42,8 @@ stage=${MOOT_JOB_DIR:-$(mktemp -d)}
 # --user): never your own ~/.omp.
 state=$stage/state
 trap 'rm -rf "$state"' EXIT
+# The verdict is for you alone, even in a stage the seat's user may enter.
+(umask 077 && : >"$stage/verdict.json")
 
 moot-render omp --policy workspace-write --seat --deadline 600 --stage-dir "$stage/p" \
     ${seat_user:+--stage-user "$seat_user"} --cwd "$worktree" --add-dir "$worktree" \
@@ -54,8 +59,10 @@ moot-render omp --policy workspace-write --seat --deadline 600 --stage-dir "$sta
 
 # The sandbox lets the agent write only the worktree, and an agent that was denied a write
 # may still report success: its work did not happen. So any denial in the transcript fails
-# the job, a probe the agent meant to make included.
-if grep -q -e 'Permission denied' -e 'Read-only file system' -e 'Operation not permitted' \
+# the job, in the shell's words or node's (EACCES: permission denied), a probe the agent meant
+# to make included. One it hid from its own output (2>/dev/null) is not seen: check the
+# worktree for the work itself where that matters.
+if grep -qi -e 'permission denied' -e 'read-only file system' -e 'operation not permitted' \
     "$stage/run.ndjson"; then
   fail "the sandbox denied the agent a write or a read outside $worktree; its files are in $stage"
 fi

@@ -180,22 +180,27 @@ try() { if eval "$2" 2>/dev/null; then echo "$1: done"; else echo "$1: denied"; 
 cat "${0%/*}/capture.ndjson"
 "#;
 
-/// The example CI job, run from a directory that is not the worktree: omp is started in the
-/// worktree (the stub writes there what it tried, from its working directory), a sandboxed
-/// agent that tries to overwrite the transcript, the status file or the staged prompt is
-/// denied, and replaying the transcript reproduces the live verdict byte for byte.
-#[test]
-fn the_example_job_keeps_the_harness_files_out_of_the_agents_reach() {
+/// What one run of the example job left: its output, and the directories it ran with.
+struct ExampleRun {
+    live: std::process::Output,
+    worktree: tempfile::TempDir,
+    stage: tempfile::TempDir,
+    _stubs: tempfile::TempDir,
+    _elsewhere: tempfile::TempDir,
+    _home: tempfile::TempDir,
+}
+
+/// The example CI job with `omp_script` as omp (beside it, `capture.ndjson`: a real plain
+/// run), from a directory that is not the worktree, its files kept in a private `stage`.
+fn run_example_job(omp_script: &str) -> ExampleRun {
     let stubs = tempfile::tempdir().unwrap();
     let omp = stubs.path().join("omp");
-    std::fs::write(&omp, HOSTILE_OMP).unwrap();
+    std::fs::write(&omp, omp_script).unwrap();
     set_mode(&omp, 0o755);
     let capture = moot_e2e::root().join("testdata/omp/real-plain.ndjson");
     std::fs::copy(&capture, stubs.path().join("capture.ndjson")).unwrap();
     let worktree = tempfile::tempdir().unwrap();
-    // The job's files (MOOT_JOB_DIR): a private directory, kept for the checks below.
     let stage = tempfile::tempdir().unwrap();
-    let stage_s = stage.path().to_str().unwrap();
     let elsewhere = tempfile::tempdir().unwrap();
     // Large enough to be staged, so the stage directory is there to attack.
     let job = elsewhere.path().join("job.md");
@@ -219,10 +224,54 @@ fn the_example_job_keeps_the_harness_files_out_of_the_agents_reach() {
         // The credential proxy's provider (the stub calls none).
         .env("MOOT_PROVIDER_URL", "http://127.0.0.1:9/v1")
         .env("MOOT_PROVIDER_KEY_FILE", &key)
-        .env("MOOT_JOB_DIR", stage_s)
+        .env("MOOT_JOB_DIR", stage.path())
         .stdin(Stdio::null())
         .output()
         .unwrap();
+    ExampleRun {
+        live,
+        worktree,
+        stage,
+        _stubs: stubs,
+        _elsewhere: elsewhere,
+        _home: home,
+    }
+}
+
+/// A denial in the CLI's own words fails the job, whatever its case: node's and bun's
+/// `EACCES: permission denied` as the shell's `Permission denied`.
+#[test]
+fn the_example_job_fails_on_a_denial_in_the_cli_s_own_words() {
+    let denied = r#"{"type":"tool_execution_end","toolCallId":"t1","toolName":"write","isError":true,"result":{"content":[{"type":"text","text":"EACCES: permission denied, open '/etc/moot-probe'"}]}}"#;
+    let run = run_example_job(&format!(
+        "#!/bin/sh\nprintf '%s\\n' '{denied}'\ncat \"${{0%/*}}/capture.ndjson\"\n"
+    ));
+    let stderr = String::from_utf8_lossy(&run.live.stderr);
+    assert_eq!(run.live.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("ci-job: the sandbox denied the agent a write or a read outside"),
+        "{stderr}"
+    );
+    assert!(
+        run.live.stdout.is_empty(),
+        "a denied job printed its answer"
+    );
+}
+
+/// The example CI job, run from a directory that is not the worktree: omp is started in the
+/// worktree (the stub writes there what it tried, from its working directory), a sandboxed
+/// agent that tries to overwrite the transcript, the status file or the staged prompt is
+/// denied, and replaying the transcript reproduces the live verdict byte for byte.
+#[test]
+fn the_example_job_keeps_the_harness_files_out_of_the_agents_reach() {
+    let ExampleRun {
+        live,
+        worktree,
+        stage,
+        ..
+    } = run_example_job(HOSTILE_OMP);
+    let stage_s = stage.path().to_str().unwrap();
+    let capture = moot_e2e::root().join("testdata/omp/real-plain.ndjson");
     let attempts = std::fs::read_to_string(worktree.path().join("attempts")).unwrap_or_else(|e| {
         panic!(
             "omp did not run in the worktree ({e}): {}",

@@ -163,11 +163,14 @@ impl RuntimeReport {
                 count("n/a")
             ),
         };
+        // A skipped runtime's reason names the version found, which is another runtime's.
+        let version = match (&self.skipped, &self.version) {
+            (Some(_), _) => String::new(),
+            (None, version) => format!(" {}", version.as_deref().unwrap_or("(version unknown)")),
+        };
         format!(
-            "{} {}: {outcome} ({:.1} s)",
-            self.runtime,
-            self.version.as_deref().unwrap_or("(version unknown)"),
-            self.seconds
+            "{}{version}: {outcome} ({:.1} s)",
+            self.runtime, self.seconds
         )
     }
 
@@ -195,4 +198,38 @@ impl RuntimeReport {
 /// Text made safe for one table cell: one line, no column separator.
 fn cell(text: &str) -> String {
     moot::report::one_line(text).replace('|', "/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_skipped_runtime_s_line_names_the_version_found_once() {
+        let report = RuntimeReport {
+            runtime: "kimi-cli",
+            program: None,
+            version: Some("2.1.0".into()),
+            pinned: "1.2.0",
+            known_good: ">=1.2.0 <1.3.0".into(),
+            in_range: false,
+            stream_version: None,
+            skipped: Some("the kimi found is version 2.1.0, another runtime's CLI".into()),
+            problem: None,
+            scenarios: Vec::new(),
+            seconds: 0.5,
+        };
+        assert_eq!(
+            report.summary(),
+            "kimi-cli: skipped: the kimi found is version 2.1.0, another runtime's CLI (0.5 s)"
+        );
+        let certified = RuntimeReport {
+            skipped: None,
+            ..report
+        };
+        assert_eq!(
+            certified.summary(),
+            "kimi-cli 2.1.0: 0 pass, 0 FAIL, 0 n/a (0.5 s)"
+        );
+    }
 }
