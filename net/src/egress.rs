@@ -1,21 +1,22 @@
 //! How moot's HTTP client leaves the machine: straight to the origin, or through the proxy the
 //! environment names.
 //!
-//! A CI runner whose only way out is an egress proxy sets `HTTPS_PROXY` (and `HTTP_PROXY`,
-//! `ALL_PROXY`, `NO_PROXY`, in either case) for every tool on it; moot-broker's upstream client
-//! reads them as curl does (hyper-util's `Matcher`: `NO_PROXY` takes domains, their subdomains,
-//! addresses and networks, `*` for all). Two choices of its own, both Go's net/http's too:
+//! A CI runner whose only way out is an egress proxy sets `HTTPS_PROXY` (and `ALL_PROXY`,
+//! `NO_PROXY`, in either case) for every tool on it; moot-broker's upstream client reads them
+//! with hyper-util's `Matcher` (the upper-case name first, as Go's tools do; `NO_PROXY` takes
+//! domains, their subdomains, addresses and networks, `*` for all). Choices of its own:
 //!
-//! - a loopback origin (`localhost`, 127.0.0.0/8, `::1`) is always reached directly: a proxy on
-//!   another host cannot reach this one's loopback, so sending it there can only fail;
-//! - both schemes go through the proxy as a `CONNECT` tunnel (to port 80 for http), so for an
-//!   https origin the proxy sees the host and port, never the request or its key, and the
-//!   connector is one path for both. A proxy that allows `CONNECT` only to 443 then refuses an
-//!   http origin: put that origin in `NO_PROXY`.
+//! - a loopback origin (`localhost`, 127.0.0.0/8, `::1`) is always reached directly, as Go's
+//!   net/http does: a proxy on another host cannot reach this one's loopback;
+//! - an origin goes through the proxy as a `CONNECT` tunnel (to port 80 for http), so for an
+//!   https origin the proxy sees the host and port, never the request or its key. moot-broker
+//!   takes http only on loopback (net/src/broker/refuse.rs), so in practice only https is
+//!   tunnelled.
 //!
-//! The proxy itself is spoken to over plain http (`http://user:password@host:port`, the
-//! password sent as `Proxy-Authorization: Basic`); an `https://` or `socks5://` proxy is refused
-//! with an error naming it, never silently bypassed.
+//! The proxy itself is spoken to over plain http (`http://user:password@host:port`, sent as
+//! `Proxy-Authorization: Basic`); an `https://` or `socks5://` proxy, one whose password
+//! hyper-util would misread and a variable it cannot read at all are refused before the job
+//! ([`check_route`]), never silently bypassed, and a proxy is named by its address only.
 
 use std::error::Error as StdError;
 use std::ffi::OsString;
@@ -84,11 +85,7 @@ impl Service<Uri> for Connector {
         if let Some(unusable) = unusable(&proxy) {
             return Box::pin(async move { Err(unusable.into()) });
         }
-        let named = proxy
-            .uri()
-            .authority()
-            .map(|a| a.to_string())
-            .unwrap_or_default();
+        let named = address(&proxy);
         let mut tunnel = Tunnel::new(proxy.uri().clone(), self.tcp.clone());
         if let Some(auth) = proxy.basic_auth() {
             tunnel = tunnel.with_auth(auth.clone());
@@ -106,30 +103,76 @@ impl Service<Uri> for Connector {
     }
 }
 
+/// The proxy's host and port, and nothing of its user-info: hyper-util splits the user-info at
+/// the first `@`, so an unencoded `@` in a password leaves the rest of it in the authority.
+fn address(proxy: &Intercept) -> String {
+    let authority = proxy.uri().authority().map_or("", |a| a.as_str());
+    authority.rsplit('@').next().unwrap_or_default().to_string()
+}
+
 /// Why `proxy` cannot be used, when it cannot: moot-broker speaks to a proxy over plain http
-/// only. Named without the proxy's credentials.
+/// only, with credentials it read whole. Named without the proxy's credentials.
 fn unusable(proxy: &Intercept) -> Option<String> {
     let scheme = proxy.uri().scheme_str().unwrap_or_default();
+    let address = address(proxy);
+    if proxy
+        .uri()
+        .authority()
+        .is_some_and(|a| a.as_str().contains('@'))
+    {
+        return Some(format!(
+            "the proxy at {address} the environment names has an '@' in its user or password: \
+             write it as %40"
+        ));
+    }
     if scheme == "http" {
         return None;
     }
-    let named = proxy
-        .uri()
-        .authority()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
+    let advice = if scheme.starts_with("socks") {
+        "use an http proxy, or put this origin in NO_PROXY".to_string()
+    } else {
+        format!("set it as http://{address}, or put this origin in NO_PROXY")
+    };
     Some(format!(
-        "the proxy {scheme}://{named} the environment names: moot-broker speaks to a proxy over \
-         http only (set it as http://{named}, or put this origin in NO_PROXY)"
+        "the proxy {scheme}://{address} the environment names: moot-broker speaks to a proxy \
+         over http only ({advice})"
     ))
 }
 
+/// Whether hyper-util reads `value` as a proxy URL (it ignores one it cannot).
+fn readable(value: String) -> bool {
+    let probe = Uri::from_static("https://example.invalid/");
+    Matcher::builder()
+        .all(value)
+        .build()
+        .intercept(&probe)
+        .is_some()
+}
+
+/// The variables that name a proxy for an https origin, in the order hyper-util reads them.
+const HTTPS_PROXY_VARS: [&str; 4] = ["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"];
+
 /// Refuses `origin` (an upstream URL) when the environment sends it through a proxy moot-broker
-/// cannot use: said before the job starts, not as a 502 to every request the CLI retries.
+/// cannot use, or names one it cannot read (hyper-util would go direct, past a proxy the runner
+/// may require): said before the job starts, not as a 502 to every request the CLI retries.
 pub fn check_route(origin: &str) -> Result<(), String> {
     let Ok(origin) = origin.parse::<Uri>() else {
         return Ok(());
     };
+    if origin.host().is_none_or(is_loopback) {
+        return Ok(());
+    }
+    for name in HTTPS_PROXY_VARS {
+        let Some(value) = std::env::var_os(name).filter(|v| !v.is_empty()) else {
+            continue;
+        };
+        if !readable(value.to_string_lossy().into_owned()) {
+            return Err(format!(
+                "{name} is not a proxy URL moot-broker can read \
+                 (http://[USER:PASSWORD@]HOST:PORT): fix it or unset it"
+            ));
+        }
+    }
     let connector = Connector::from_env(HttpConnector::new());
     match connector.proxy_for(&origin).as_ref().and_then(unusable) {
         Some(why) => Err(why),
@@ -297,6 +340,41 @@ mod tests {
             ])),
             both(".corp,localhost,127.0.0.1")
         );
+    }
+
+    #[test]
+    fn a_proxy_is_named_without_its_credentials_and_one_misread_is_refused() {
+        let proxy = |value: &str| {
+            Matcher::builder()
+                .https(value)
+                .build()
+                .intercept(&"https://api.example/".parse().unwrap())
+                .unwrap()
+        };
+        // An unencoded '@' in the password: hyper-util keeps its tail in the authority.
+        let misread = unusable(&proxy("http://alice:p@ss-secret@proxy.corp:3128")).unwrap();
+        assert!(
+            misread.contains("proxy.corp:3128") && misread.contains("%40"),
+            "{misread}"
+        );
+        assert!(!misread.contains("ss-secret"), "{misread}");
+        assert_eq!(
+            unusable(&proxy("http://alice:p%40ss@proxy.corp:3128")),
+            None
+        );
+        let socks = unusable(&proxy("socks5://bob:pw@proxy.corp:1080")).unwrap();
+        assert!(
+            socks.contains("socks5://proxy.corp:1080") && !socks.contains("pw"),
+            "{socks}"
+        );
+        for unreadable in [
+            "socks://proxy.corp:1080",
+            "http//proxy.corp:3128",
+            "http://a b@p:1",
+        ] {
+            assert!(!readable(unreadable.into()), "{unreadable}");
+        }
+        assert!(readable("proxy.corp:3128".into()));
     }
 
     #[test]

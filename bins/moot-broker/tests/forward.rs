@@ -595,6 +595,17 @@ fn a_forward_that_would_leak_or_has_no_key_is_refused() {
         "the proxy https://127.0.0.1:9 the environment names",
     );
     assert!(!stderr.contains("s3cret"), "{stderr}");
+    // One whose password hyper-util would misread (an unencoded '@'), and one it cannot read
+    // at all, which it would go around.
+    let child = forwarding_via(dir.path(), &flags, "http://moot:s3@cret@127.0.0.1:9");
+    let stderr = refused(dir.path(), child, "write it as %40");
+    assert!(!stderr.contains("cret"), "{stderr}");
+    let child = forwarding_via(dir.path(), &flags, "socks://127.0.0.1:9");
+    refused(
+        dir.path(),
+        child,
+        "HTTPS_PROXY is not a proxy URL moot-broker can read",
+    );
     // The omp seat's flags do not mix with a proxy's.
     let out = std::process::Command::new(support::BIN)
         .args(["--forward", "https://api.example.com", "--model", "a/b"])

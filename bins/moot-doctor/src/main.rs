@@ -29,7 +29,8 @@ struct Cli {
 
 const USAGE: &str = "moot-doctor [OPTIONS] [RUNTIME...]
        moot-doctor --program PATH [OPTIONS] RUNTIME
-       moot-doctor --serve [--port N] [--scenario-file F] [--dump-dir D] [--log F] [--tls-cert F --tls-key F]
+       moot-doctor --serve [--port N] [--scenario-file F] [--dump-dir D] [--log F] [--retry-fails N]
+                           [--tls-cert F --tls-key F]
        moot-doctor --fake-home DIR --origin URL [--key-file F] RUNTIME";
 
 const EXAMPLES: &str = "\

@@ -107,6 +107,13 @@ fn usage_errors_exit_2_with_one_line() {
             "--fake-home",
             "h",
             "--origin",
+            "http://127.0.0.1:1/v1",
+            "codex",
+        ],
+        vec![
+            "--fake-home",
+            "h",
+            "--origin",
             "http://127.0.0.1:1",
             "shell",
         ],
@@ -137,7 +144,7 @@ fn usage_errors_exit_2_with_one_line() {
 fn fake_home_writes_the_runtime_s_configuration_and_prints_sh() {
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("provider.key");
-    fs::write(&key, "e2e-key-'quoted'\n").unwrap();
+    fs::write(&key, "e2e-key-0123\n").unwrap();
     let run = |runtime: &str, home: &Path| {
         let out = doctor()
             .arg("--fake-home")
@@ -158,7 +165,7 @@ fn fake_home_writes_the_runtime_s_configuration_and_prints_sh() {
         models.contains("baseUrl: http://127.0.0.1:4321/v1"),
         "{models}"
     );
-    assert!(models.contains("apiKey: e2e-key-'quoted'"), "{models}");
+    assert!(models.contains("apiKey: e2e-key-0123"), "{models}");
     // codex takes it from a variable, which the pipeline must keep: sh sets both.
     let codex_home = dir.path().join("codex");
     let printed = run("codex", &codex_home);
@@ -177,7 +184,7 @@ fn fake_home_writes_the_runtime_s_configuration_and_prints_sh() {
     assert_eq!(
         String::from_utf8_lossy(&evaluated.stdout),
         format!(
-            "{}|e2e-key-'quoted'|FAKE_PROVIDER_API_KEY||",
+            "{}|e2e-key-0123|FAKE_PROVIDER_API_KEY||",
             fs::canonicalize(&codex_home)
                 .unwrap()
                 .join(".codex")
@@ -192,6 +199,23 @@ fn fake_home_writes_the_runtime_s_configuration_and_prints_sh() {
         kimi.contains("\nmoot_session_store=.kimi-code/sessions\n"),
         "{kimi}"
     );
+    // A key the configuration files would need escaped is refused, not written.
+    fs::write(&key, "x\",\"baseUrl\":\"http://elsewhere/v1\n").unwrap();
+    let out = doctor()
+        .arg("--fake-home")
+        .arg(dir.path().join("pi"))
+        .args(["--origin", "http://127.0.0.1:4321", "--key-file"])
+        .arg(&key)
+        .arg("pi")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("--key-file: the key has '\"'"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!dir.path().join("pi").exists());
 }
 
 /// A CLI that is not installed: named, its row shows no version to judge, and with nothing on

@@ -29,6 +29,20 @@ pub(super) fn write(
         Some(path) => key_in("--key-file", path)?,
         None => FAKE_KEY.to_string(),
     };
+    // The key goes verbatim into JSON, YAML and TOML files and the printed sh: one that would
+    // need escaping in any of them is refused rather than half-escaped.
+    if let Some(c) = key
+        .chars()
+        .find(|c| !c.is_ascii_graphic() || "\"'\\#`$".contains(*c))
+    {
+        anyhow::bail!(
+            "--key-file: the key has {c:?}, which the CLIs' configuration files would need \
+             escaped; use a key of letters, digits and punctuation other than quotes, \\, # and $"
+        );
+    }
+    if home.to_string_lossy().chars().any(char::is_control) {
+        anyhow::bail!("--fake-home: the directory's name has a control character");
+    }
     std::fs::create_dir_all(home).with_context(|| format!("--fake-home {}", home.display()))?;
     let home =
         std::fs::canonicalize(home).with_context(|| format!("--fake-home {}", home.display()))?;

@@ -281,10 +281,10 @@ fn choose(args: &DoctorArgs) -> Result<Vec<(&'static Meta, &'static Certify)>, S
                         .into(),
                 )
             }
-            Some(origin) if !origin.starts_with("http://") && !origin.starts_with("https://") => {
+            Some(origin) if !is_origin(origin) => {
                 return Err(format!(
-                    "--origin {origin}: not an http:// or https:// URL (give the fake model's, \
-                     as --serve printed it)"
+                    "--origin {origin}: not an http:// or https:// origin (give the fake \
+                     model's, as --serve printed it: http://127.0.0.1:PORT)"
                 ))
             }
             Some(_) => {}
@@ -348,6 +348,17 @@ fn choose(args: &DoctorArgs) -> Result<Vec<(&'static Meta, &'static Certify)>, S
         chosen.push((meta, certify));
     }
     Ok(chosen)
+}
+
+/// Whether `url` is an origin (`http://HOST[:PORT]` or https), as --serve prints one: it goes
+/// verbatim into the CLIs' configuration files.
+fn is_origin(url: &str) -> bool {
+    url.parse::<hyper::Uri>().is_ok_and(|uri| {
+        matches!(uri.scheme_str(), Some("http" | "https"))
+            && uri.host().is_some_and(|host| !host.is_empty())
+            && uri.path_and_query().is_none_or(|p| p.as_str() == "/")
+            && !url.ends_with('/')
+    })
 }
 
 /// Every registered runtime with a parser and a doctor record.

@@ -26,7 +26,7 @@ pub static CERTIFY: Certify = Certify {
 /// private HOME (by default it is `$TMPDIR/claude-<uid>`), so it goes with the HOME.
 fn fake_home(home: &Path, origin: &str, key: &str) -> io::Result<FakeHome> {
     let temp = home.join("claude-tmp");
-    std::fs::create_dir(&temp)?;
+    std::fs::create_dir_all(&temp)?;
     Ok(FakeHome::with_env(&[
         ("CLAUDE_CODE_TMPDIR", temp.to_string_lossy().into_owned()),
         ("ANTHROPIC_BASE_URL", origin.to_string()),
