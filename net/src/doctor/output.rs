@@ -209,19 +209,19 @@ mod tests {
         let report = RuntimeReport {
             runtime: "kimi-cli",
             program: None,
-            version: Some("2.1.0".into()),
-            pinned: "1.2.0",
-            known_good: ">=1.2.0 <1.3.0".into(),
+            version: Some("9.8.7".into()),
+            pinned: "0.0.1",
+            known_good: ">=0.0.1 <0.1.0".into(),
             in_range: false,
             stream_version: None,
-            skipped: Some("the kimi found is version 2.1.0, another runtime's CLI".into()),
+            skipped: Some("the kimi found is version 9.8.7, another runtime's CLI".into()),
             problem: None,
             scenarios: Vec::new(),
             seconds: 0.5,
         };
         assert_eq!(
             report.summary(),
-            "kimi-cli: skipped: the kimi found is version 2.1.0, another runtime's CLI (0.5 s)"
+            "kimi-cli: skipped: the kimi found is version 9.8.7, another runtime's CLI (0.5 s)"
         );
         let certified = RuntimeReport {
             skipped: None,
@@ -229,7 +229,7 @@ mod tests {
         };
         assert_eq!(
             certified.summary(),
-            "kimi-cli 2.1.0: 0 pass, 0 FAIL, 0 n/a (0.5 s)"
+            "kimi-cli 9.8.7: 0 pass, 0 FAIL, 0 n/a (0.5 s)"
         );
     }
 }
