@@ -18,8 +18,10 @@ usage: bench.py [--reps N] [--sizes 100,1024] [--data DIR] [--bin DIR]
 """
 import argparse
 import fcntl
+import glob
 import http.client
 import http.server
+import json
 import os
 import platform
 import re
@@ -138,10 +140,29 @@ def tiny_job(tool, path):
         capture = os.path.join(ROOT, "testdata", dialect_of(tool), "real-plain.ndjson")
         return f"{path} < {capture}"
     return {
+        "moot-report": f"{path} {os.path.join(ROOT, 'testdata', 'omp', 'real-plain.json')}",
         "moot-render": f"{path} omp -- 'a short prompt'",
         "moot-run": f"{path} -- /bin/true",
         "moot-sandbox": f"{path} -- /bin/true",
     }[tool]
+
+
+def report(bin_dir, scratch, jobs=10_000):
+    """moot-report over one envelope and over `jobs` of them (real envelopes of every runtime,
+    repeated, as NDJSON): its time, and its peak RSS, which must not grow with the jobs."""
+    goldens = [path for path in sorted(glob.glob(os.path.join(ROOT, "testdata", "*", "*.json")))
+               if "run" in json.load(open(path))]
+    envelopes = [json.dumps(json.load(open(path))) for path in goldens]
+    many = os.path.join(scratch, f"envelopes-{jobs}.ndjson")
+    with open(many, "w") as out:
+        for i in range(jobs):
+            out.write(envelopes[i % len(envelopes)] + "\n")
+    tool = os.path.join(bin_dir, "moot-report")
+    rows = []
+    for label, path in (("1 envelope", goldens[0]), (f"{jobs:,} envelopes", many)):
+        cmd = f"{tool} < {path}"
+        rows.append((label, os.path.getsize(path), median_of(cmd, 5), peak_rss_kib(cmd)))
+    return rows
 
 
 def startup(bin_dir, reps, dynamic_dir=None):
@@ -372,6 +393,12 @@ def main():
           f"{proxied[0] * 1000:.3f} ms | {(proxied[0] - direct[0]) * 1000:+.3f} ms |")
     print(f"| a 256 MiB streamed answer | {direct[1]:.0f} MiB/s | {proxied[1]:.0f} MiB/s | "
           f"{proxied[1] / direct[1]:.0%} of direct |")
+
+    print("\n## moot-report (median of 5 runs)\n")
+    print("| input | size | time | peak RSS |")
+    print("|---|---|---|---|")
+    for label, size, elapsed, rss in report(args.bin, scratch):
+        print(f"| {label} | {size / 1024:.0f} KiB | {elapsed * 1000:.1f} ms | {rss} KiB |")
 
     baseline, runs = startup(args.bin, 200, args.dynamic)
     print("\n## Start-up (mean of 200 runs)\n")

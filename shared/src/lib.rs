@@ -6,6 +6,7 @@
 pub mod atomic_file;
 pub mod capture;
 pub mod cleanup;
+pub mod columns;
 pub mod dialect;
 pub mod env_preset;
 pub mod envelope;
@@ -35,6 +36,7 @@ pub mod shell_quote;
 pub mod shim;
 pub mod sniff;
 pub mod stage;
+pub mod summary;
 pub mod surrogate;
 pub mod tree;
 pub mod worktree;

@@ -161,25 +161,10 @@ pub fn write_list(out: &mut impl Write, entries: &[Entry], json: bool) -> std::i
             ]
         })
         .collect();
-    let widths: Vec<usize> = (0..header.len())
-        .map(|i| {
-            rows.iter()
-                .map(|r| r[i].chars().count())
-                .chain([header[i].len()])
-                .max()
-                .unwrap_or_default()
-        })
+    let table: Vec<[String; 6]> = std::iter::once(header.map(String::from))
+        .chain(rows)
         .collect();
-    let header = header.map(String::from);
-    for row in std::iter::once(&header).chain(&rows) {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        writeln!(out, "{}", cells.join("  ").trim_end())?;
-    }
-    Ok(())
+    crate::columns::write_columns(&table, out)
 }
 
 #[cfg(test)]
