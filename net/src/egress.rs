@@ -238,7 +238,7 @@ pub fn loopback_exempted(env: &[(OsString, OsString)]) -> Vec<(OsString, OsStrin
 
 /// Whether `host` (a URI's host: a name, an address, a bracketed IPv6 address) is this machine's
 /// loopback.
-fn is_loopback(host: &str) -> bool {
+pub(crate) fn is_loopback(host: &str) -> bool {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     bare.eq_ignore_ascii_case("localhost")
         || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())

@@ -68,21 +68,21 @@ where
     serve_with_header_timeout(listener, None, handler, HEADER_TIMEOUT).await
 }
 
-/// [`serve`] behind TLS: each connection's handshake (bounded in time as a head is), then
-/// HTTP/1.1.
-pub async fn serve_tls<H, F>(
+/// [`serve`], behind `tls` when given: each connection's handshake (bounded in time as a head
+/// is), then HTTP/1.1.
+pub async fn serve_with<H, F>(
     listener: std::net::TcpListener,
-    tls: Tls,
+    tls: Option<Tls>,
     handler: H,
 ) -> io::Result<()>
 where
     H: Fn(Request<Incoming>) -> F + Clone + Send + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
-    serve_with_header_timeout(listener, Some(tls), handler, HEADER_TIMEOUT).await
+    serve_with_header_timeout(listener, tls, handler, HEADER_TIMEOUT).await
 }
 
-/// A server's certificate chain and key, for [`serve_tls`].
+/// A server's certificate chain and key, for [`serve_with`].
 #[derive(Clone)]
 pub struct Tls(tokio_rustls::TlsAcceptor);
 

@@ -93,12 +93,19 @@ pub struct Summary {
     pub failed_by_class: BTreeMap<String, u64>,
     /// Jobs by their gitmoot_result's decision (`approved`, ...), for jobs that gave one.
     pub decisions: BTreeMap<String, u64>,
-    /// By runtime, then model.
-    pub models: Vec<ModelRow>,
+    /// By runtime, then model (a list in JSON: [`Summary::models`]).
+    #[serde(rename = "models", serialize_with = "rows")]
+    by_model: BTreeMap<(String, String), ModelRow>,
     /// The slowest jobs whose envelope carries a wall time, slowest first.
     pub slowest: Vec<SlowJob>,
-    #[serde(skip)]
-    by_model: BTreeMap<(String, String), ModelRow>,
+}
+
+/// The model rows as a JSON list, in their map's order.
+fn rows<S: serde::Serializer>(
+    by_model: &BTreeMap<(String, String), ModelRow>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(by_model.values())
 }
 
 impl Summary {
@@ -180,10 +187,9 @@ impl Summary {
         }
     }
 
-    /// The summary, its model rows in order, ready to print.
-    pub fn finish(mut self) -> Summary {
-        self.models = std::mem::take(&mut self.by_model).into_values().collect();
-        self
+    /// The rows of tokens and cost, by runtime, then model.
+    pub fn models(&self) -> impl ExactSizeIterator<Item = &ModelRow> {
+        self.by_model.values()
     }
 }
 
@@ -234,13 +240,13 @@ fn print_text(summary: &Summary, markdown: bool, out: &mut impl Write) -> io::Re
     if !summary.decisions.is_empty() {
         writeln!(out, "{bullet}decisions: {}", counts(&summary.decisions))?;
     }
-    if !summary.models.is_empty() {
+    if summary.models().len() > 0 {
         write!(out, "{}", heading("By runtime and model"))?;
         let mut rows = vec![[
             "runtime", "model", "jobs", "ok", "input", "output", "cost USD",
         ]
         .map(String::from)];
-        for m in &summary.models {
+        for m in summary.models() {
             let cost = match m.cost_usd {
                 None => "-".to_string(),
                 Some(cost) if m.priced_jobs == m.jobs => format!("{cost:.4}"),
@@ -343,14 +349,14 @@ mod tests {
             .map(|i| envelope("pi", i % 3 != 0, Some(i % 977)) + "\n")
             .collect();
         summary.read("all.ndjson", stream.as_bytes()).unwrap();
-        let summary = summary.finish();
         assert_eq!(
             (summary.jobs, summary.ok, summary.failed),
             (10_000, 6_666, 3_334)
         );
         assert_eq!(summary.failed_by_class["truncated"], 3_334);
-        assert_eq!(summary.models.len(), 1);
-        assert_eq!(summary.models[0].input_tokens, 100_000);
+        let models: Vec<&ModelRow> = summary.models().collect();
+        assert_eq!(models.len(), 1);
+        assert_eq!(models[0].input_tokens, 100_000);
         let slowest: Vec<u64> = summary.slowest.iter().map(|s| s.elapsed_ms).collect();
         assert_eq!(slowest, [976; SLOWEST]);
         // The earliest of the equally slow: 976, 1953, ... (977 apart).
@@ -367,7 +373,7 @@ mod tests {
         summary
             .read("x", format!("{huge}\n{huge}\n").as_bytes())
             .unwrap();
-        assert_eq!(summary.finish().models[0].input_tokens, u64::MAX);
+        assert_eq!(summary.models().next().unwrap().input_tokens, u64::MAX);
     }
 
     #[test]

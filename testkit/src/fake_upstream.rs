@@ -66,7 +66,7 @@ impl FakeUpstream {
         let origin = format!("{scheme}://{}", listener.local_addr().unwrap());
         let log = Arc::new(Mutex::new(Vec::new()));
         let (stop, stopped) = tokio::sync::oneshot::channel();
-        let acceptor = behaviour
+        let tls = behaviour
             .tls
             .as_ref()
             .map(|(chain, key)| http::Tls::from_pem(chain, key).unwrap());
@@ -78,15 +78,9 @@ impl FakeUpstream {
                     let state = Arc::clone(&state);
                     async move { answer(&state.0, &state.1, request).await }
                 };
-                match acceptor {
-                    Some(tls) => tokio::select! {
-                        _ = http::serve_tls(listener, tls, handler) => {}
-                        _ = stopped => {}
-                    },
-                    None => tokio::select! {
-                        _ = http::serve(listener, handler) => {}
-                        _ = stopped => {}
-                    },
+                tokio::select! {
+                    _ = http::serve_with(listener, tls, handler) => {}
+                    _ = stopped => {}
                 }
             });
         });

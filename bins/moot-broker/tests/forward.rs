@@ -65,11 +65,11 @@ impl Provider {
         let tls = http::Tls::from_pem(chain, key).unwrap();
         let (log, gate) = (Arc::clone(&seen), Arc::clone(&second_event));
         std::thread::spawn(move || {
-            http::runtime()
-                .unwrap()
-                .block_on(http::serve_tls(listener, tls, move |request| {
-                    answer(Arc::clone(&log), Arc::clone(&gate), request)
-                }))
+            http::runtime().unwrap().block_on(http::serve_with(
+                listener,
+                Some(tls),
+                move |request| answer(Arc::clone(&log), Arc::clone(&gate), request),
+            ))
         });
         Provider {
             origin,

@@ -65,7 +65,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         };
         read.map_err(anyhow::Error::msg)?;
     }
-    let summary = summary.finish();
     let mut out = io::stdout().lock();
     summary::print(&summary, cli.format, &mut out)?;
     out.flush()?;

@@ -56,7 +56,7 @@ pub fn upstream(flag: &str, text: &str) -> anyhow::Result<Upstream> {
     }
     match uri.scheme_str() {
         Some("https") => {}
-        Some("http") if is_loopback(host) => {}
+        Some("http") if crate::egress::is_loopback(host) => {}
         Some("http") => {
             return Err(anyhow!(
                 "plain http is allowed only to a loopback address; use https"
@@ -68,14 +68,6 @@ pub fn upstream(flag: &str, text: &str) -> anyhow::Result<Upstream> {
     Ok(Upstream {
         base: text.trim_end_matches('/').to_string(),
     })
-}
-
-fn is_loopback(host: &str) -> bool {
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || bare
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Reads the upstream token from `path`: a regular file (not a symlink, FIFO, directory or

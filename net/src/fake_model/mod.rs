@@ -128,7 +128,7 @@ impl FakeModel {
             .spawn(move || {
                 runtime.block_on(async move {
                     tokio::select! {
-                        _ = serve(serving, listener) => {}
+                        _ = serve(serving, listener, None) => {}
                         _ = stopped => {}
                     }
                 });
@@ -190,13 +190,7 @@ pub fn serve_forever(
     let (shared, listener, port) = prepare(options)?;
     let runtime = crate::http::runtime()?;
     ready(port);
-    let handler = move |request| server::handle(Arc::clone(&shared), request);
-    runtime.block_on(async move {
-        match tls {
-            None => crate::http::serve(listener, handler).await,
-            Some(tls) => crate::http::serve_tls(listener, tls, handler).await,
-        }
-    })
+    runtime.block_on(serve(shared, listener, tls))
 }
 
 fn prepare(options: Options) -> io::Result<(Arc<server::Shared>, std::net::TcpListener, u16)> {
@@ -215,8 +209,12 @@ fn prepare(options: Options) -> io::Result<(Arc<server::Shared>, std::net::TcpLi
     Ok((Arc::new(shared), listener, port))
 }
 
-async fn serve(shared: Arc<server::Shared>, listener: std::net::TcpListener) -> io::Result<()> {
-    crate::http::serve(listener, move |request| {
+async fn serve(
+    shared: Arc<server::Shared>,
+    listener: std::net::TcpListener,
+    tls: Option<crate::http::Tls>,
+) -> io::Result<()> {
+    crate::http::serve_with(listener, tls, move |request| {
         server::handle(Arc::clone(&shared), request)
     })
     .await
