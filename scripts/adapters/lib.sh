@@ -131,7 +131,8 @@ moot_resumes() {
 }
 
 # moot_verb_setup: what the verb changes before the run. A start of a runtime that never
-# resumes prints a fresh reference and runs nothing; shell keeps no session at all.
+# resumes prints a fresh reference and runs nothing; an adapter that keeps no session at all
+# (moot_no_sessions=1: shell) refuses it.
 moot_verb_setup() {
     case $moot_verb in
         deliver)
@@ -139,8 +140,8 @@ moot_verb_setup() {
             ;;
         health) ;;
         start)
-            [ "$moot_runtime" != shell ] ||
-                moot_die 2 "start: shell keeps no session (a shell command has none to resume)"
+            [ "${moot_no_sessions:-0}" != 1 ] ||
+                moot_die 2 "start: $moot_runtime keeps no session (a shell command has none to resume)"
             moot_resumes || { moot_fresh_reference; exit; }
             MOSAIC_REQUEST=$MOOT_START_PROMPT
             ;;
@@ -439,16 +440,16 @@ moot_failed() {
     exit "$1"
 }
 
-# moot_check_turn_marker: a pi turn whose extension did not write its marker at agent_end
-# failed, whatever pi's stream and exit status said; a marker written is moved to
-# MOSAIC_TURN_MARKER.
+# moot_check_turn_marker: for an adapter whose CLI marks its turns (moot_marks_turns=1, pi's
+# extension at agent_end), a turn that did not write its marker failed, whatever the stream and
+# the exit status said; a marker written is moved to MOSAIC_TURN_MARKER.
 moot_check_turn_marker() {
     [ -n "$moot_turn_marker" ] || return 0
-    if [ "$moot_runtime" != pi ] || [ "$moot_verb" = health ]; then
+    if [ "${moot_marks_turns:-0}" != 1 ] || [ "$moot_verb" = health ]; then
         return 0
     fi
     [ -e "$MOSAIC_TURN_MARKER" ] ||
-        moot_die 1 "the turn ended without its marker ($moot_turn_marker): pi's extension never reached agent_end"
+        moot_die 1 "the turn ended without its marker ($moot_turn_marker): $moot_runtime's extension never reached agent_end"
     # The agent could leave a link, a FIFO or a directory there: only a regular file counts,
     # and its first bytes are copied into a file the adapter makes, never moved.
     [ -f "$MOSAIC_TURN_MARKER" ] && [ ! -L "$MOSAIC_TURN_MARKER" ] ||

@@ -28,6 +28,9 @@ SCENARIOS=${ONLY:-plain toolwrite outside example gitplant homeplant nokey envle
 ADAPTER_ONLY=" activity marker tools managed start health "
 # Every registered runtime whose output a parser reads (shell and mock have no CLI to test).
 work=$(mktemp -d "${TMPDIR:-/tmp}/moot-e2e.XXXXXX") || { echo "e2e: no work directory" >&2; exit 1; }
+# The runtime examples/ci-job.sh runs: the pipeline path runs its pipeline with each CLI's names.
+job_runtime=$(sed -n 's/^moot-render \([a-z-]*\) --policy .*/\1/p' "$root/examples/ci-job.sh")
+[ -n "$job_runtime" ] || { echo "e2e: examples/ci-job.sh has no moot-render RUNTIME --policy line" >&2; exit 1; }
 # What the registry says of each runtime (moot-render --list --json): its parser and whether a
 # second turn resumes the session.
 "$MOOT_BIN/moot-render" --list --json >"$work/registry.json" || { echo "e2e: moot-render --list failed" >&2; exit 1; }
@@ -40,6 +43,9 @@ SEAT_USER=${SEAT_USER:-}
 passed=0 failed=0 skipped=0
 trap 'kill "$fake_pid" 2>/dev/null; [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
 
+# The adapters' variables are this suite's to set (setup), none of the caller's.
+# shellcheck disable=SC2046 # variable names, one word each
+unset $(compgen -e | grep '^MOSAIC_')
 # Every CLI talks to the fake provider only; nothing else is reachable anyway.
 export HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9
 export NO_PROXY=127.0.0.1,localhost
@@ -75,40 +81,69 @@ provider=$(sed -n '/^https:\/\/127\.0\.0\.1:[0-9]*$/p' "$work/fake.origin")
 [ -n "$provider" ] || { echo "e2e: the fake model did not start: $(head -c 300 "$work/fake.log")" >&2; exit 1; }
 
 # ---- per CLI: where it is, its isolated home and provider config, how to run it
-# Each setup_* exports HOME (and the CLI's own variables); setup_common RUNTIME sets runtime,
-# parser and resumes (1 when a second turn resumes the session) from the registry, program
-# (the CLI on PATH) and path_dirs from the runtime's install file, and points the CLI at the
-# fake model as moot-doctor does (fake_home).
-setup_common() {
+# setup RUNTIME exports HOME (and the CLI's own variables). From the registry it sets runtime,
+# parser, resumes (1 when a second turn resumes the session), extensions (1 when its adapter
+# loads MOSAIC_EXTENSIONS) and tool_limit (for an adapter that takes MOSAIC_TOOLS: the first of
+# its READ_TOOLS, a limit that leaves its shell out). From its install file: program and
+# path_dirs, and how this suite drives its adapter (scripts/realcli/README.md, "How the suite
+# drives each adapter"). Then it points the CLI at the fake model as moot-doctor does
+# (fake_home).
+setup() {
     runtime=$1
-    read -r parser resumes < <(python3 -c '
+    local tools
+    read -r parser resumes extensions tools < <(python3 -c '
 import json, sys
 meta = next(e for e in json.load(open(sys.argv[1])) if e["name"] == sys.argv[2])
-print(meta["parser"].removeprefix("moot-parse-"), int(meta["matrix"]["multi_turn"]))' "$work/registry.json" "$1") ||
+print(meta["parser"].removeprefix("moot-parse-"), int(meta["matrix"]["multi_turn"]),
+      int(meta["extensions"]), int(bool(meta["tools"])))' "$work/registry.json" "$1") ||
         { echo "e2e: $1 is not a registered runtime with a parser" >&2; exit 1; }
     export HOME=$work/home/$1
     mkdir -p "$HOME"
+    install=$(grep -l "^RUNTIME=$1\$" "$root"/shared/src/runtime/*/*.install) ||
+        { echo "e2e: no install file says RUNTIME=$1" >&2; exit 1; }
     realcli_layout "$1"
-    unset MOSAIC_MODEL MOSAIC_THINKING MOSAIC_CLAUDE_BIN MOSAIC_TOOLS
-    unset MOSAIC_CLAUDE_SETTINGS MOSAIC_CLAUDE_MCP_CONFIG
-    # The CLI streams its model events as they come (not one whole message at the end).
-    streams=0
-    # Where the operator keeps the provider's key: in the CLI's configuration (the key file
-    # moot-broker reads), or in a variable (key_env), and how the provider takes it.
-    key_env='' key_header=bearer
+    live_stream=$(install_field "$install" LIVE_STREAM) asks=$(install_field "$install" ASKS)
+    hides_keys=$(install_field "$install" HIDES_KEYS) tool_limit=
+    [ "$tools" = 0 ] || tool_limit=$(install_field "$install" READ_TOOLS | cut -d' ' -f1)
+    adapter_variables
     fake_home "$1"
 }
-# fake_home RUNTIME: the CLI's configuration for the fake model in $HOME, with the provider's
-# key, from the runtime's own record (moot-doctor --fake-home): its variables exported, and what
-# the pipeline needs (moot-run --keep, --stderr-file, the parser's flags, the dropped stream's
-# deadline) in keep, stderr_flag, parser_flags and drop_deadline.
+# install_field FILE KEY: the value of KEY=VALUE in an install file (empty when it has none).
+install_field() {
+    sed -n "s/^$2=//p" "$1"
+}
+# adapter_variables: the previous CLI's adapter variables unset, this one's exported: its
+# ADAPTER_ENV, and its BUNDLE's files written in its HOME (bundle_var: the first one's name).
+adapter_variables() {
+    local word words
+    # shellcheck disable=SC2086 # names, one word each
+    [ -z "${adapter_names:-}" ] || unset $adapter_names
+    adapter_names='' bundle_var=''
+    read -r -a words <<<"$(install_field "$install" ADAPTER_ENV)"
+    for word in "${words[@]}"; do
+        export "${word?}"
+        adapter_names="$adapter_names ${word%%=*}"
+    done
+    read -r -a words <<<"$(install_field "$install" BUNDLE)"
+    for word in "${words[@]}"; do
+        printf '%s\n' "${word#*=}" >"$HOME/${word%%=*}.json"
+        export "${word%%=*}=$HOME/${word%%=*}.json"
+        adapter_names="$adapter_names ${word%%=*}" bundle_var=${bundle_var:-${word%%=*}}
+    done
+}
+# fake_home RUNTIME [--trust DIR]: the CLI's configuration for the fake model in $HOME, with the
+# provider's key, from the runtime's own record (moot-doctor --fake-home): its variables
+# exported, and what the pipeline needs (moot-run --keep, --stderr-file, the parser's flags, the
+# variable the key is in, the dropped stream's deadline) in keep, stderr_flag, parser_flags,
+# key_env and drop_deadline.
 fake_home() {
-    local assignments moot_keep moot_stderr_file moot_parser_flags moot_session_store moot_drop_deadline
+    local assignments moot_keep moot_key_env moot_stderr_file moot_text_flags moot_session_store moot_drop_deadline
     assignments=$("$MOOT_BIN/moot-doctor" --fake-home "$HOME" --origin "$provider" \
-        --key-file "$work/provider.key" "$1") ||
-        { echo "e2e: moot-doctor --fake-home $1 failed" >&2; exit 1; }
+        --key-file "$work/provider.key" "$@") ||
+        { echo "e2e: moot-doctor --fake-home $* failed" >&2; exit 1; }
     eval "$assignments"
-    keep=$moot_keep drop_deadline=$moot_drop_deadline parser_flags=$moot_parser_flags
+    keep=$moot_keep drop_deadline=$moot_drop_deadline parser_flags=$moot_text_flags
+    key_env=$moot_key_env stderr_flag=
     # shellcheck disable=SC2089 # text the README pipeline gets (sed), never run as words
     [ -z "$moot_stderr_file" ] || stderr_flag='--stderr-file "$stage/err"'
     # The store is below the CLI's HOME in the private state the pipeline gives it.
@@ -116,67 +151,20 @@ fake_home() {
         parser_flags="${parser_flags:+$parser_flags }--session-store $work/state/$1/home/$moot_session_store"
 }
 # realcli_layout RUNTIME: program and path_dirs of the runtime's pinned CLI, read from its install
-# file (shared/src/runtime/*/*.install, the one that says RUNTIME=RUNTIME), where install.sh put
-# it. A CLI that needs nothing else on PATH runs through a link in a directory of its own.
+# file, where install.sh put it. A CLI that needs nothing else on PATH runs through a link in a
+# directory of its own.
 realcli_layout() {
-    local install dir program_path relative
-    install=$(grep -l "^RUNTIME=$1\$" "$root"/shared/src/runtime/*/*.install) ||
-        { echo "e2e: no install file says RUNTIME=$1" >&2; exit 1; }
-    dir=$REALCLI_DIR/$(sed -n 's/^DIR=//p' "$install")
-    program_path=$dir/$(sed -n 's/^PROGRAM=//p' "$install")
+    local dir program_path relative
+    dir=$REALCLI_DIR/$(install_field "$install" DIR)
+    program_path=$dir/$(install_field "$install" PROGRAM)
     program=${program_path##*/} path_dirs=
-    for relative in $(sed -n 's/^PATH_DIRS=//p' "$install"); do
+    for relative in $(install_field "$install" PATH_DIRS); do
         path_dirs=${path_dirs:+$path_dirs:}$dir/$relative
     done
     if [ -z "$path_dirs" ]; then
         path_dirs=$work/bin/$1
         mkdir -p "$path_dirs" && ln -sf "$program_path" "$path_dirs/$program"
     fi
-}
-setup_omp() {
-    setup_common omp
-    streams=1
-    export MOSAIC_MODEL=fake/fake-model
-}
-setup_pi() {
-    setup_common pi
-    streams=1
-    export MOSAIC_MODEL=fake/fake-model
-}
-setup_claude() {
-    setup_common claude
-    streams=1
-    # Every adapter run has a session directory, so claude runs as a managed session: its
-    # bundle (a settings file that allows the tools, no MCP server) and a tool limit that names
-    # the tools --restricted would otherwise remove.
-    export MOSAIC_CLAUDE_SETTINGS=$HOME/settings.json MOSAIC_CLAUDE_MCP_CONFIG=$HOME/mcp.json
-    printf '{"permissions":{"allow":["Bash","Read","Write","Edit","Glob","Grep"]}}\n' >"$MOSAIC_CLAUDE_SETTINGS"
-    printf '{"mcpServers":{}}\n' >"$MOSAIC_CLAUDE_MCP_CONFIG"
-    export MOSAIC_TOOLS=Bash,Read,Write,Edit,Glob,Grep
-    key_env=ANTHROPIC_API_KEY key_header=x-api-key
-    export MOSAIC_THINKING=low
-}
-setup_codex() {
-    setup_common codex
-    key_env=FAKE_PROVIDER_API_KEY
-    # codex's shell gives its commands no variable named *KEY*: the agent sees no key at all.
-    tools_hide_keys=1
-}
-setup_kimi() {
-    # kimi names its session and its fatal error only on stderr, and how its answer ended only
-    # in its session store (moot-doctor --fake-home says so: stderr_flag, parser_flags).
-    setup_common kimi
-}
-setup_kimi_cli() {
-    setup_common kimi-cli
-    parser_flags=--require-result
-}
-
-setup_opencode() {
-    setup_common opencode
-    export MOSAIC_MODEL=fake/fake-model
-    # Outside a seat opencode rejects, headless, the permissions it would ask for.
-    asks=1
 }
 
 # ---- one run: through the adapter, or through the README's pipeline with the runtime's names
@@ -197,19 +185,19 @@ run_adapter() {
     status=$?
 }
 
-# The pipeline of the README's CI job (examples/ci-job.sh) with omp's names replaced by the
-# runtime's, its verdict on stdout.
+# The pipeline of the README's CI job (examples/ci-job.sh) with its runtime's names
+# ($job_runtime) replaced by this one's, its verdict on stdout.
 pipeline_text() {
     local key_source='--key-file "$key"'
     [ -z "$key_env" ] || key_source="--key-env $key_env"
-    sed -n '/^moot-render omp --policy/,/^  moot-parse-omp/p' "$root/examples/ci-job.sh" |
+    sed -n "/^moot-render $job_runtime --policy/,/^  moot-parse-$job_runtime/p" "$root/examples/ci-job.sh" |
         sed -e 's# >"\$stage/verdict.json" ||$##' |
-        sed -e "s|moot-render omp |moot-render $runtime |" \
-            -e "s|--env-preset omp|--env-preset $runtime ${keep:+--keep $keep}|" \
-            -e "s|--profile omp|--profile $runtime|" \
-            -e "s|moot-parse-omp|moot-parse-$parser --text${stderr_flag:+ $stderr_flag}${parser_flags:+ $parser_flags}|" \
+        sed -e "s|moot-render $job_runtime |moot-render $runtime |" \
+            -e "s|--env-preset $job_runtime|--env-preset $runtime ${keep:+--keep $keep}|" \
+            -e "s|--profile $job_runtime|--profile $runtime|" \
+            -e "s|moot-parse-$job_runtime|moot-parse-$parser --text${stderr_flag:+ $stderr_flag}${parser_flags:+ $parser_flags}|" \
             -e "s|--cleanup|${stderr_flag:+$stderr_flag }--cleanup|" \
-            -e "s|--key-file \"\$key\"|$key_source --key-header $key_header|" |
+            -e "s|--key-file \"\$key\"|$key_source|" |
         if [ -n "$SEAT_USER" ]; then
             sed -e "s|--stage-dir \"\$stage/p\"|& --stage-user $SEAT_USER|" \
                 -e "s|moot-sandbox --profile|moot-sandbox --user $SEAT_USER --profile|"
@@ -277,20 +265,6 @@ fresh_workspace() {
         seat_writable
     fi
     adapter_env=() adapter_verb=
-}
-
-# The pi extension a managed session's bundle loads, reduced to what MOSAIC_TURN_MARKER needs.
-marker_extension() {
-    cat >"$work/marker-ext.ts" <<'TS'
-import { writeFileSync } from "node:fs";
-export default function (pi: any) {
-    pi.on("agent_end", async () => {
-        const marker = process.env.MOSAIC_TURN_MARKER;
-        if (marker) writeFileSync(marker, "done\n");
-    });
-}
-TS
-    echo "$work/marker-ext.ts"
 }
 
 # activity_run: a slow answer through the adapter with MOSAIC_MODEL_ACTIVITY_DIR; sets status,
@@ -435,10 +409,10 @@ check() {
             ;;
         example)
             # examples/ci-job.sh itself, as README.md prints it, started outside the worktree:
-            # omp's write lands in the worktree and the job passes; a write the sandbox denies
-            # fails the job, saying so. It runs omp, its seat as the caller or, in the
-            # SEAT_USER pass, as MOOT_SEAT_USER.
-            [ "$cli" = omp ] && [ "$via" = pipeline ] || { echo NA; return; }
+            # the agent's write lands in the worktree and the job passes; a write the sandbox
+            # denies fails the job, saying so. It runs its own runtime ($job_runtime), its seat
+            # as the caller or, in the SEAT_USER pass, as MOOT_SEAT_USER.
+            [ "$cli" = "$job_runtime" ] && [ "$via" = pipeline ] || { echo NA; return; }
             echo toolwrite >"$scenario_file"
             run_example
             if [ "$status" != 0 ] || [ ! -e "$ws/created_by_agent.txt" ]; then
@@ -484,7 +458,9 @@ check() {
             # below the HOME it has and, by path, below the operator's. None of it reaches the
             # operator's, which the CLI's next unconfined run (and the next job) would load.
             local op=$HOME
-            local dirs=".codex .claude .pi/agent/extensions .omp/agent/extensions .config/opencode/plugin .kimi-code .kimi"
+            # Every CLI's (HOME_CODE of every install file), whichever CLI runs.
+            local dirs
+            dirs=$(sed -n 's/^HOME_CODE=//p' "$root"/shared/src/runtime/*/*.install | tr '\n' ' ')
             {
                 printf 'for h in "$HOME" %s; do\n' "$op"
                 printf '  for d in %s; do mkdir -p "$h/$d"; echo PLANTED-e2e > "$h/$d/planted.txt"; done\n' "$dirs"
@@ -544,7 +520,7 @@ check() {
                 echo "exit $status: $(head -c 300 "$err")"
             elif grep -aqF -e "$provider_key" "$ws/seen-env.txt" "$ws/seen-files.txt"; then
                 echo "the agent saw the key: $(grep -lF -e "$provider_key" "$ws"/seen-*.txt | tr '\n' ' ')"
-            elif [ -z "${tools_hide_keys:-}" ] && ! grep -aqE 'moot-[0-9a-f]{64}' "$ws/seen-env.txt" "$ws/seen-files.txt"; then
+            elif [ -z "$hides_keys" ] && ! grep -aqE 'moot-[0-9a-f]{64}' "$ws/seen-env.txt" "$ws/seen-files.txt"; then
                 echo "the agent saw no job token"
             elif grep -raqF -e "$provider_key" "$state"; then
                 echo "the private state holds the key: $(grep -rlF -e "$provider_key" "$state" | head -n 3 | tr '\n' ' ')"
@@ -602,8 +578,9 @@ ${provider#https://} denied
             (cd "$plant" && tar cf - .) | (cd "$ws" && tar xf -)
             grep -rl @MARK@ "$ws" --exclude-dir=.git | xargs -r sed -i "s|@MARK@|$marks|g"
             seat_writable
-            # codex would read the repository's config were its root trusted: trusted here.
-            [ "$runtime" = codex ] && printf '[projects."%s"]\ntrust_level = "trusted"\n' "$ws" >>"$CODEX_HOME/config.toml"
+            # A CLI that reads a repository's configuration only from a trusted project (codex)
+            # trusts this one here.
+            fake_home "$runtime" --trust "$ws"
             echo toolwrite >"$scenario_file"
             local refused
             refused=$("$MOOT_BIN/moot-render" --list --json | python3 -c 'import json, sys
@@ -620,7 +597,7 @@ print(" ".join(next(e for e in json.load(sys.stdin) if e["name"] == sys.argv[1])
                 (cd "$ws" && rm -rf $refused)
             fi
             $run "Run the tool."
-            [ "$runtime" = codex ] && sed -i '/^\[projects\./,$d' "$CODEX_HOME/config.toml"
+            fake_home "$runtime"
             if [ -n "$(ls -A "$marks")" ]; then
                 echo "the repository's code ran: $(ls "$marks" | tr '\n' ' ')"
             elif [ "$status" != 0 ] || [ ! -e "$ws/created_by_agent.txt" ]; then
@@ -704,7 +681,6 @@ print(" ".join(next(e for e in json.load(sys.stdin) if e["name"] == sys.argv[1])
                 echo "exit $status; the provider saw the prompt's: ${seen:-nothing}: $(head -c 300 "$err")"
             ;;
         activity)
-            case $cli in kimi-cli | kimi | codex | omp | pi | claude | opencode) ;; *) echo NA; return ;; esac
             local dir=$work/activity token
             rm -rf "$dir" && mkdir -p "$dir"
             token=$dir/proxy-first-output
@@ -714,7 +690,7 @@ print(" ".join(next(e for e in json.load(sys.stdin) if e["name"] == sys.argv[1])
                 echo "exit $status, token: $(od -c "$token" 2>&1 | head -n 1): $(head -c 300 "$err")"
             elif [ "$(stat -c %a "$token")" != 600 ]; then
                 echo "the token's mode is $(stat -c %a "$token")"
-            elif [ "$streams" = 1 ] && [ "$token_lead" -lt 2 ]; then
+            elif [ -n "$live_stream" ] && [ "$token_lead" -lt 2 ]; then
                 echo "the token appeared ${token_lead}s before the run ended: not while the CLI ran"
             else
                 # A turn whose provider fails before the model says anything shows no activity.
@@ -726,9 +702,12 @@ print(" ".join(next(e for e in json.load(sys.stdin) if e["name"] == sys.argv[1])
             fi
             ;;
         marker)
-            [ "$cli" = pi ] || { echo NA; return; }
-            local ext markers=$work/markers
-            ext=$(marker_extension)
+            [ "$extensions" = 1 ] || { echo NA; return; }
+            # The extension its managed session's bundle loads, reduced to the marker, copied
+            # where the seat's user can read it.
+            local ext=$work/turn-marker.ts markers=$work/markers
+            cp "$root/scripts/adapters/$runtime/turn-marker.ts" "$ext" ||
+                { echo "its adapter loads extensions: scripts/adapters/$runtime/turn-marker.ts"; return; }
             rm -rf "$markers" && mkdir -p "$markers"
             echo plain >"$scenario_file"
             adapter_env=(MOSAIC_TURN_MARKER="$markers/with" MOSAIC_EXTENSIONS="$ext")
@@ -743,8 +722,8 @@ print(" ".join(next(e for e in json.load(sys.stdin) if e["name"] == sys.argv[1])
                 echo "without the marker: exit $status: $(head -c 300 "$err")"
             ;;
         tools)
-            local limit
-            case $cli in pi) limit='read' ;; claude) limit=Read ;; *) echo NA; return ;; esac
+            local limit=$tool_limit
+            [ -n "$limit" ] || { echo NA; return; }
             # The same command runs without the limit, and not with it.
             echo "toolcmd touch ran.txt" >"$scenario_file"
             run_adapter "Run the tool."
@@ -756,10 +735,11 @@ print(" ".join(next(e for e in json.load(sys.stdin) if e["name"] == sys.argv[1])
                 echo "MOSAIC_TOOLS=$limit still let the model's shell command run (exit $status)"
             ;;
         managed)
-            [ "$cli" = claude ] || { echo NA; return; }
-            adapter_env=(MOSAIC_CLAUDE_SETTINGS=)
+            # A managed session's adapter refuses to run without its bundle.
+            [ -n "$bundle_var" ] || { echo NA; return; }
+            adapter_env=("$bundle_var=")
             run_adapter "Inspect the workspace."
-            [ "$status" = 2 ] && [ "$(wc -l <"$err")" = 1 ] && grep -q MOSAIC_CLAUDE_SETTINGS "$err" &&
+            [ "$status" = 2 ] && [ "$(wc -l <"$err")" = 1 ] && grep -q "$bundle_var" "$err" &&
                 [ -z "$(ls -A "$dump")" ] ||
                 echo "without its settings: exit $status, provider requests $(ls "$dump" | wc -l): $(head -c 300 "$err")"
             ;;
@@ -798,7 +778,7 @@ print(" ".join(next(e for e in json.load(sys.stdin) if e["name"] == sys.argv[1])
         asks)
             # Outside a seat a write outside the workspace is a permission the CLI would ask
             # for: nobody can answer headless, so the run must end (denied), not wait.
-            [ "${asks:-0}" = 1 ] || { echo NA; return; }
+            [ -n "$asks" ] || { echo NA; return; }
             echo "toolcmd touch $work/outside/escaped.txt" >"$scenario_file"
             local started=$SECONDS
             # No seat, no credential proxy: the CLI calls the provider itself, so it trusts the
@@ -865,8 +845,7 @@ session_of_first_turn() {
 
 printf '| CLI | path | scenario | result | s |\n|---|---|---|---|---|\n'
 for cli in $CLIS; do
-    keep='' stderr_flag='' parser_flags='' drop_deadline='' asks='' tools_hide_keys=''
-    setup_"${cli//-/_}"
+    setup "$cli"
     installed=1
     for dir in ${path_dirs//:/ }; do [ -d "$dir" ] || installed=0; done
     if [ $installed = 0 ] || ! PATH=$path_dirs:$PATH command -v "$program" >/dev/null; then

@@ -77,11 +77,6 @@ fn missing(meta: &Meta) -> Vec<String> {
             read("scripts/bench/gen-stream.py").contains(&format!("    \"{dialect}\": (")),
             format!("a {dialect} stream in scripts/bench/gen-stream.py"),
         );
-        let setup = format!("setup_{}() {{", name.replace('-', "_"));
-        need(
-            read("scripts/realcli/e2e.sh").contains(&setup),
-            format!("{setup} in scripts/realcli/e2e.sh"),
-        );
         need(
             meta.doctor.is_some(),
             "its moot-doctor record (doctor: Some(..) from its doctor.rs)".to_string(),
@@ -119,16 +114,23 @@ fn install_file_gaps(meta: &Meta, certify: &moot::model::Certify) -> Vec<String>
         "PINNED",
         "PROGRAM",
         "SHELL_TOOLS",
+        "HOME_CODE",
     ] {
         if certify.install_field(key).is_none_or(str::is_empty) {
             gaps.push(format!("{key}= in its install file"));
         }
     }
-    for key in ["WITH", "PATH_DIRS", "READ_TOOLS"] {
+    for key in ["WITH", "PATH_DIRS", "READ_TOOLS", "ADAPTER_ENV", "BUNDLE"] {
         if certify.install_field(key).is_none() {
             gaps.push(format!("{key}= (empty when none) in its install file"));
         }
     }
+    for key in ["LIVE_STREAM", "ASKS", "HIDES_KEYS"] {
+        if !matches!(certify.install_field(key), Some("" | "1")) {
+            gaps.push(format!("{key}=1 or {key}= in its install file"));
+        }
+    }
+    gaps.extend(adapter_drive_gaps(meta, certify));
     if certify.install_field("RUNTIME") != Some(meta.name) {
         gaps.push(format!("RUNTIME={} in its install file", meta.name));
     }
@@ -165,6 +167,36 @@ fn install_file_gaps(meta: &Meta, certify: &moot::model::Certify) -> Vec<String>
         _ => gaps.push(format!(
             "its install file as shared/src/runtime/*/{cli}.install"
         )),
+    }
+    gaps
+}
+
+/// Where the e2e suite's way of driving the adapter (its install file) and the registry must
+/// agree: a managed session's adapter has its bundle, and one that takes a tool limit (`tools`)
+/// has a READ_TOOLS its limit can name, since the suite derives both scenarios from them.
+fn adapter_drive_gaps(meta: &Meta, certify: &moot::model::Certify) -> Vec<String> {
+    let mut gaps = Vec::new();
+    let bundle = certify.install_field("BUNDLE").unwrap_or_default();
+    if meta.managed_bundle == bundle.is_empty() {
+        gaps.push(format!(
+            "BUNDLE= in its install file {} its managed_bundle ({})",
+            if bundle.is_empty() {
+                "empty, against"
+            } else {
+                "set, against"
+            },
+            meta.managed_bundle
+        ));
+    }
+    if !meta.tools.is_empty() {
+        let read = certify.install_field("READ_TOOLS").unwrap_or_default();
+        match read.split(' ').next() {
+            Some(tool) if meta.tools.contains(&tool) => {}
+            _ => gaps.push(format!(
+                "a READ_TOOLS whose first is one of its tools ({})",
+                meta.tools.join(", ")
+            )),
+        }
     }
     gaps
 }
@@ -354,6 +386,52 @@ fn collect_files(base: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
     }
 }
 
+/// The scripts every runtime shares, which must learn each runtime's facts from its record, its
+/// install file or its adapter, never from a list of their own.
+const SHARED_SCRIPTS: &[&str] = &[
+    "scripts/realcli/e2e.sh",
+    "scripts/realcli/install.sh",
+    "scripts/realcli/run_all.sh",
+    "scripts/adapters/lib.sh",
+    ".ci/run",
+];
+
+/// The registered runtimes `script` names in its code: words outside comments and outside
+/// double-quoted text (messages, paths), as a `case` pattern or a comparison would.
+fn runtimes_named_in(script: &str) -> BTreeSet<&'static str> {
+    let mut named = BTreeSet::new();
+    for line in script.lines() {
+        let code = line.trim_start();
+        if code.starts_with('#') {
+            continue;
+        }
+        let unquoted: String = code.split('"').step_by(2).collect::<Vec<_>>().join(" ");
+        for word in unquoted.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')) {
+            if let Ok(meta) = registry::find(word) {
+                named.insert(meta.name);
+            }
+        }
+    }
+    named
+}
+
+/// No shared script keeps a list or a case of runtimes (a ninth runtime would have to be added
+/// there by hand): the e2e suite, the installer, the capture runner, the adapters' library and
+/// CI name none.
+#[test]
+fn no_shared_script_names_a_runtime() {
+    for path in SHARED_SCRIPTS {
+        let named = runtimes_named_in(&read(path));
+        assert!(named.is_empty(), "{path} names {named:?}");
+    }
+    // The scan sees what it looks for.
+    let planted = "x() {\n    case $cli in pi) limit=read ;; esac\n    [ \"$r\" = codex ]\n}\n# omp\necho \"claude\"\n";
+    assert_eq!(
+        runtimes_named_in(planted).into_iter().collect::<Vec<_>>(),
+        ["codex", "pi"]
+    );
+}
+
 /// The checklist reads what it claims to: a record without its pieces is reported.
 #[test]
 fn a_runtime_without_its_pieces_is_reported() {
@@ -372,7 +450,6 @@ fn a_runtime_without_its_pieces_is_reported() {
         "25 goldens in testdata/ghost/ (has 0)",
         "the fuzz target parse_ghost",
         "a ghost stream in scripts/bench/gen-stream.py",
-        "setup_ghost() { in scripts/realcli/e2e.sh",
         "its moot-doctor record (doctor: Some(..) from its doctor.rs)",
     ] {
         assert!(
@@ -380,6 +457,27 @@ fn a_runtime_without_its_pieces_is_reported() {
             "{piece} not reported: {gaps:?}"
         );
     }
+}
+
+/// The install file and the registry are held together: claude's record without its managed
+/// session, or with a tool its READ_TOOLS does not name, is reported.
+#[test]
+fn an_install_file_that_disagrees_with_its_record_is_reported() {
+    let claude = registry::find("claude").unwrap();
+    let certify = claude.doctor.unwrap();
+    assert!(adapter_drive_gaps(claude, certify).is_empty());
+    let unmanaged = Meta {
+        managed_bundle: false,
+        ..*claude
+    };
+    assert!(
+        adapter_drive_gaps(&unmanaged, certify)[0].starts_with("BUNDLE= in its install file set")
+    );
+    let renamed = Meta {
+        tools: &["Bash", "ReadFile"],
+        ..*claude
+    };
+    assert!(adapter_drive_gaps(&renamed, certify)[0].starts_with("a READ_TOOLS"));
 }
 
 /// Every tool (a folder under bins/) has a row in README.md's tool table and is named in

@@ -126,6 +126,7 @@ fn usage_errors_exit_2_with_one_line() {
         ],
         vec!["--origin", "http://127.0.0.1:1", "codex"],
         vec!["--key-file", "k", "codex"],
+        vec!["--trust", "/", "codex"],
         vec!["--tls-cert", "c", "--tls-key", "k", "codex"],
         vec!["--serve", "--tls-cert", "c"],
     ] {
@@ -176,7 +177,7 @@ fn fake_home_writes_the_runtime_s_configuration_and_prints_sh() {
     );
     let evaluated = std::process::Command::new("sh")
         .arg("-c")
-        .arg(r#"eval "$1"; printf '%s|' "$CODEX_HOME" "$FAKE_PROVIDER_API_KEY" "$moot_keep" "$moot_stderr_file""#)
+        .arg(r#"eval "$1"; printf '%s|' "$CODEX_HOME" "$FAKE_PROVIDER_API_KEY" "$moot_keep" "$moot_key_env" "$moot_stderr_file""#)
         .arg("sh")
         .arg(&printed)
         .output()
@@ -184,7 +185,7 @@ fn fake_home_writes_the_runtime_s_configuration_and_prints_sh() {
     assert_eq!(
         String::from_utf8_lossy(&evaluated.stdout),
         format!(
-            "{}|e2e-key-0123|FAKE_PROVIDER_API_KEY||",
+            "{}|e2e-key-0123|FAKE_PROVIDER_API_KEY|FAKE_PROVIDER_API_KEY||",
             fs::canonicalize(&codex_home)
                 .unwrap()
                 .join(".codex")
@@ -192,7 +193,46 @@ fn fake_home_writes_the_runtime_s_configuration_and_prints_sh() {
         ),
         "{printed}"
     );
-    // Kimi Code's pipeline reads its stderr and its session store.
+    // omp's key is in its configuration: no variable holds it.
+    assert!(run("omp", &omp_home).contains("\nmoot_key_env=''\n"));
+    // codex trusts the project --trust names, and only then.
+    assert!(!config.contains("trust_level"), "{config}");
+    let project = dir.path().join("project");
+    fs::create_dir(&project).unwrap();
+    let out = doctor()
+        .arg("--fake-home")
+        .arg(&codex_home)
+        .args(["--origin", "http://127.0.0.1:4321", "--trust"])
+        .arg(&project)
+        .arg("codex")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let config = fs::read_to_string(codex_home.join(".codex/config.toml")).unwrap();
+    assert!(
+        config.ends_with(&format!(
+            "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+            fs::canonicalize(&project).unwrap().display()
+        )),
+        "{config}"
+    );
+    // A project whose name TOML would need escaped is refused.
+    let quoted = dir.path().join("a\"b");
+    fs::create_dir(&quoted).unwrap();
+    let out = doctor()
+        .arg("--fake-home")
+        .arg(&codex_home)
+        .args(["--origin", "http://127.0.0.1:4321", "--trust"])
+        .arg(&quoted)
+        .arg("codex")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("has a quote"), "{}", stderr(&out));
+    // Kimi Code's pipeline reads its stderr and its session store; kimi-cli's text mode asks
+    // for the result.
+    assert!(run("kimi-cli", &dir.path().join("kimi-cli"))
+        .contains("\nmoot_text_flags=--require-result\n"));
     let kimi = run("kimi", &dir.path().join("kimi"));
     assert!(kimi.contains("\nmoot_stderr_file=1\n"), "{kimi}");
     assert!(

@@ -43,29 +43,57 @@ pub(super) fn write(
     if home.to_string_lossy().chars().any(char::is_control) {
         anyhow::bail!("--fake-home: the directory's name has a control character");
     }
+    // Checked before anything is written.
+    let project = args.trust.as_deref().map(trusted_project).transpose()?;
     std::fs::create_dir_all(home).with_context(|| format!("--fake-home {}", home.display()))?;
     let home =
         std::fs::canonicalize(home).with_context(|| format!("--fake-home {}", home.display()))?;
     let fake = (certify.fake_home)(&home, origin, &key)
         .with_context(|| format!("{}'s configuration in {}", meta.name, home.display()))?;
+    if let (Some(project), Some(trust)) = (&project, certify.trust) {
+        trust(&home, project).with_context(|| format!("--trust {}", project.display()))?;
+    }
     let mut out = io::stdout().lock();
-    print_sh(&mut out, &fake).context(tool.to_string())?;
+    print_sh(&mut out, &fake, &key).context(tool.to_string())?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
+/// `--trust`'s project, absolute: it goes verbatim into a quoted TOML key, so a name that would
+/// need escaping there is refused.
+fn trusted_project(project: &Path) -> Result<std::path::PathBuf> {
+    let project =
+        std::fs::canonicalize(project).with_context(|| format!("--trust {}", project.display()))?;
+    let name = project.to_string_lossy();
+    if name
+        .chars()
+        .any(|c| c.is_control() || c == '"' || c == '\\')
+    {
+        anyhow::bail!(
+            "--trust {name}: the directory's name has a quote, a backslash or a control character"
+        );
+    }
+    Ok(project)
+}
+
 /// `fake` as POSIX sh: an `export` per variable the CLI needs besides HOME, then every fact the
 /// pipeline needs as a `moot_*` variable, each printed (empty when it does not apply) so that an
-/// `eval` for one runtime clears what another's left.
-fn print_sh(out: &mut impl Write, fake: &FakeHome) -> io::Result<()> {
+/// `eval` for one runtime clears what another's left. `moot_key_env` names the variable that
+/// holds `key`, for a CLI that reads its key from the environment (moot-broker --key-env).
+fn print_sh(out: &mut impl Write, fake: &FakeHome, key: &str) -> io::Result<()> {
     for (name, value) in &fake.env {
         writeln!(out, "export {name}={}", sh_quote(value))?;
     }
     let flag = |on: bool| if on { "1" } else { "" };
+    let key_env = fake.env.iter().find(|(_, value)| value == key);
     let facts = [
         ("moot_keep", fake.keep.join(" ")),
+        (
+            "moot_key_env",
+            key_env.map(|(name, _)| name.clone()).unwrap_or_default(),
+        ),
         ("moot_stderr_file", flag(fake.stderr_file).to_string()),
-        ("moot_parser_flags", fake.parser_flags.join(" ")),
+        ("moot_text_flags", fake.text_flags.join(" ")),
         (
             "moot_session_store",
             fake.session_store.unwrap_or_default().to_string(),

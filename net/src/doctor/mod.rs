@@ -142,6 +142,12 @@ pub struct DoctorArgs {
     /// (default: moot-doctor's own dummy key).
     #[arg(long, value_name = "FILE")]
     pub key_file: Option<PathBuf>,
+
+    /// With --fake-home: mark the project DIR trusted, for a CLI that reads a repository's own
+    /// configuration only from a trusted project (codex); the others have no such notion and
+    /// ignore it.
+    #[arg(long, value_name = "DIR")]
+    pub trust: Option<PathBuf>,
 }
 
 /// `--scenario`'s help: every scenario moot-doctor certifies.
@@ -292,6 +298,7 @@ fn choose(args: &DoctorArgs) -> Result<Vec<(&'static Meta, &'static Certify)>, S
     } else if let Some(flag) = [
         ("--origin", args.origin.is_some()),
         ("--key-file", args.key_file.is_some()),
+        ("--trust", args.trust.is_some()),
     ]
     .iter()
     .find_map(|(flag, given)| given.then_some(flag))

@@ -230,7 +230,6 @@ impl Pipeline<'_> {
         if self.fake.stderr_file {
             parse.arg("--stderr-file").arg(stage.join("cli.err"));
         }
-        parse.args(&self.fake.parser_flags);
         if let Some(store) = self.fake.session_store {
             parse
                 .arg("--session-store")

@@ -5,6 +5,8 @@
 set -u
 case $0 in */*) . "${0%/*}/../lib.sh" ;; *) . ../lib.sh ;; esac
 moot_runtime=pi
+# Its extension writes MOSAIC_TURN_MARKER at agent_end: a turn without it failed.
+moot_marks_turns=1
 moot_qualify_model
 session=$(moot_saved_session pi) || session=
 set --

@@ -27,6 +27,11 @@ pub struct Certify {
     /// file of `testdata/repoplant/<runtime>/` that runs code or moves the provider when the CLI
     /// loads it. Its code writes a marker below `@MARK@` (the scenario's marker directory).
     pub plants: &'static [(&'static str, &'static str)],
+    /// Marks `project` trusted in the configuration `fake_home` wrote under `home`, for a CLI
+    /// that reads a repository's own configuration only from a project its user trusts (the
+    /// e2e suite's repoplant scenario then proves that what it would read runs nothing).
+    /// `None`: the CLI has no such notion.
+    pub trust: Option<fn(home: &Path, project: &Path) -> io::Result<()>>,
 }
 
 impl Certify {
@@ -79,8 +84,10 @@ pub struct FakeHome {
     /// The CLI names its session or its fatal error only on stderr: moot-run keeps it in a file
     /// (`--stderr-file`) that the parser reads.
     pub stderr_file: bool,
-    /// Extra flags for the parser (`--require-result`).
-    pub parser_flags: Vec<String>,
+    /// Flags its parser needs in the adapter contract's `--text` mode, as its adapter passes
+    /// them (`--require-result`). A certification reads the envelope, which asks for them
+    /// anyway; the e2e suite's pipeline prints the text (`moot-doctor --fake-home`).
+    pub text_flags: Vec<String>,
     /// The CLI's session store, below its HOME, which the parser reads (`--session-store`): in
     /// the private state, where the seat keeps its HOME.
     pub session_store: Option<&'static str>,

@@ -19,6 +19,7 @@ pub static CERTIFY: Certify = Certify {
         ".claude/settings.local.json",
         ".mcp.json",
     ),
+    trust: None,
 };
 
 /// Claude Code takes its provider from the environment alone: the origin, a dummy key, no

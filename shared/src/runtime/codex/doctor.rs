@@ -19,6 +19,7 @@ pub static CERTIFY: Certify = Certify {
         ".codex/config.toml",
         ".codex/hooks.json",
     ),
+    trust: Some(trust),
 };
 
 /// The variable codex reads the fake provider's key from: the env preset drops it unless kept.
@@ -42,4 +43,15 @@ fn fake_home(home: &Path, origin: &str, key: &str) -> io::Result<FakeHome> {
     ]);
     fake.keep.push(KEY_VAR.into());
     Ok(fake)
+}
+
+/// codex reads a repository's `.codex/` only from a project trusted in its config.toml.
+fn trust(home: &Path, project: &Path) -> io::Result<()> {
+    let config = home.join(".codex/config.toml");
+    let mut text = std::fs::read_to_string(&config)?;
+    text.push_str(&format!(
+        "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+        project.display()
+    ));
+    write_config(home, ".codex/config.toml", &text)
 }

@@ -22,6 +22,7 @@ pub static KIMI: Certify = Certify {
         ("empty", "fail:retry_exhausted"),
     ],
     plants: KIMI_PLANTS,
+    trust: None,
 };
 
 /// The legacy kimi-cli: the `kimi-cli` PyPI package.
@@ -40,6 +41,7 @@ pub static KIMI_CLI: Certify = Certify {
         ("empty", "fail:model_error"),
     ],
     plants: KIMI_PLANTS,
+    trust: None,
 };
 
 /// The config both read: a `kimi`-typed provider at `origin` and its one model, `top` keys
@@ -79,7 +81,8 @@ fn kimi_code_home(home: &Path, origin: &str, key: &str) -> io::Result<FakeHome> 
 }
 
 /// kimi-cli reads `~/.kimi/config.toml`. Its answers must carry a gitmoot_result (the only
-/// proof it finished), which the parser's envelope already requires.
+/// proof it finished), which the parser's envelope already requires, and its text mode only
+/// with `--require-result`, as its adapter asks.
 fn kimi_cli_home(home: &Path, origin: &str, key: &str) -> io::Result<FakeHome> {
     write_config(
         home,
@@ -88,5 +91,6 @@ fn kimi_cli_home(home: &Path, origin: &str, key: &str) -> io::Result<FakeHome> {
     )?;
     let mut fake = FakeHome::with_env(&[("KIMI_DISABLE_TELEMETRY", "1".into())]);
     fake.stderr_file = true;
+    fake.text_flags.push("--require-result".into());
     Ok(fake)
 }

@@ -34,6 +34,7 @@ pub static CERTIFY: Certify = Certify {
         ".windsurf/mcp_config.json",
         ".codex/tools/ct.ts",
     ),
+    trust: None,
 };
 
 /// A `fake` provider speaking chat completions at `origin`, and one quick retry (omp retries a

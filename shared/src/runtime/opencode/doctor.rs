@@ -23,6 +23,7 @@ pub static CERTIFY: Certify = Certify {
         ".opencode/tool/eviltool.js",
         "opencode.json",
     ),
+    trust: None,
 };
 
 /// A `fake` openai-compatible provider at `origin`, with no update, sharing, model fetch, LSP

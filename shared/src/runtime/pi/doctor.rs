@@ -16,6 +16,7 @@ pub static CERTIFY: Certify = Certify {
         ".pi/extensions/evil.ts",
         ".pi/settings.json",
     ),
+    trust: None,
 };
 
 /// A `fake` provider speaking chat completions at `origin`, without the developer role or a
