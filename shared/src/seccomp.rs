@@ -57,6 +57,12 @@ pub struct Filter {
 impl Filter {
     /// The filter that denies [`DENIED`] with EPERM and allows everything else.
     pub fn deny_cross_process() -> Self {
+        Self::denying(&DENIED, libc::EPERM)
+    }
+
+    /// A filter that answers `calls` with `errno` and allows everything else, as a container's
+    /// profile does for the calls it leaves out (the tests' stand-in for one).
+    pub fn denying(calls: &[libc::c_long], errno: i32) -> Self {
         let mut program = vec![
             load(ARCH_OFFSET),
             jump_if_equal(AUDIT_ARCH, 1, 0),
@@ -64,18 +70,18 @@ impl Filter {
             load(NR_OFFSET),
         ];
         // Every check jumps to the EPERM return, which follows the final ALLOW.
-        let checks = DENIED.len() + usize::from(FIRST_FOREIGN_NR.is_some());
+        let checks = calls.len() + usize::from(FIRST_FOREIGN_NR.is_some());
         let mut left = checks;
         if let Some(first) = FIRST_FOREIGN_NR {
             program.push(jump(JGE_K, first, to_u8(left), 0));
             left -= 1;
         }
-        for nr in DENIED {
+        for &nr in calls {
             program.push(jump_if_equal(nr as u32, to_u8(left), 0));
             left -= 1;
         }
         program.push(ret(RET_ALLOW));
-        program.push(ret(RET_ERRNO | libc::EPERM as u32));
+        program.push(ret(RET_ERRNO | (errno as u32 & 0xffff)));
         Filter { program }
     }
 

@@ -17,6 +17,7 @@ use moot::report::one_line;
 pub mod fake_upstream;
 pub mod fs;
 pub mod realcli;
+pub mod seccomp;
 
 /// How long a test waits for a state it expects before it calls the wait a hang. A guard, not a
 /// speed requirement: what the tests wait for takes well under a second on an idle machine, and

@@ -258,6 +258,67 @@ fn fake_home_writes_the_runtime_s_configuration_and_prints_sh() {
     assert!(!dir.path().join("pi").exists());
 }
 
+/// `--environment` reports what confines a job here, and `--strict` fails where Landlock cannot
+/// enforce: under a stand-in for a container profile that answers Landlock's calls with ENOSYS
+/// (a real seccomp filter), the report names the filter and the error.
+#[test]
+fn the_environment_is_reported_and_strict_fails_where_landlock_cannot_enforce() {
+    let out = doctor().args(["--environment", "--json"]).output().unwrap();
+    let here: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    if here["landlock"] != "available" {
+        return moot_testkit::skip(
+            "the_environment_is_reported_and_strict_fails_where_landlock_cannot_enforce",
+            "this kernel has no Landlock",
+        );
+    }
+    assert_eq!(out.status.code(), Some(0), "{here}");
+    assert_eq!(here["enforces"], true, "{here}");
+    assert!(here["landlock_abi"].as_i64().unwrap() >= 1, "{here}");
+    let table = doctor().arg("--environment").output().unwrap();
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.starts_with("| environment | found |\n|---|---|\n| Landlock | "),
+        "{text}"
+    );
+    for row in [
+        "| seccomp | ",
+        "| no_new_privs | ",
+        "| container | ",
+        "| user namespaces | ",
+    ] {
+        assert!(text.contains(row), "{row}: {text}");
+    }
+
+    let mut command = doctor();
+    command.args(["--environment", "--json", "--strict"]);
+    let out = moot_testkit::seccomp::refusing_landlock(&mut command, nix::libc::ENOSYS)
+        .output()
+        .unwrap();
+    let filtered: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{filtered}");
+    assert_eq!(filtered["landlock"], "refused_by_seccomp", "{filtered}");
+    assert_eq!(filtered["landlock_errno"], "ENOSYS");
+    assert_eq!(filtered["enforces"], false);
+    assert_eq!(filtered["seccomp"], "filter");
+    assert_eq!(filtered["no_new_privs"], true);
+    let text = stderr(&out);
+    assert_eq!(
+        text,
+        "moot-doctor: this environment cannot confine a job: Landlock is refused by seccomp (ENOSYS)\n"
+    );
+    // Without --strict it is reported, and the exit status is left to the runs.
+    let mut command = doctor();
+    command.arg("--environment");
+    let out = moot_testkit::seccomp::refusing_landlock(&mut command, nix::libc::EPERM)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("| Landlock | refused by seccomp: EPERM |")
+    );
+    assert!(stderr(&out).ends_with("(reported only; --strict fails it)\n"));
+}
+
 /// A CLI that is not installed: named, its row shows no version to judge, and with nothing on
 /// PATH the refusal names each executable once (Kimi Code and kimi-cli share `kimi`).
 #[test]
@@ -539,7 +600,9 @@ fn on_a_terminal_each_row_comes_as_its_scenario_ends() {
         seen.extend_from_slice(&buf[..n]);
     }
     child.wait().unwrap();
-    assert!(before.starts_with("| runtime | version |"), "{before}");
+    // The environment's table first, then the runtimes'.
+    assert!(before.starts_with("| environment | found |"), "{before}");
+    assert!(before.contains("\n| runtime | version |"), "{before}");
     assert!(row_shown(before.as_bytes()), "{before}");
     assert!(
         !before.contains("| resume |"),

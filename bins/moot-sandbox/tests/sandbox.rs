@@ -120,6 +120,50 @@ fn check_reports_the_kernel_and_a_real_probe() {
     assert_eq!(stderr(&out), "");
 }
 
+/// In a container whose seccomp profile leaves Landlock's calls out (Docker's default answers
+/// EPERM, Podman's ENOSYS), moot-sandbox refuses the command with exit 3 and one line that names
+/// the profile, not the kernel; `--check` says so too. The profile is a real seccomp filter.
+#[test]
+fn a_seccomp_profile_without_landlock_is_named_and_nothing_runs() {
+    if !kernel_has(
+        1,
+        "a_seccomp_profile_without_landlock_is_named_and_nothing_runs",
+    ) {
+        return;
+    }
+    let tree = tree();
+    let ran = tree.ws.join("ran");
+    for (errno, name) in [(nix::libc::EPERM, "EPERM"), (nix::libc::ENOSYS, "ENOSYS")] {
+        let mut command = Command::new(BIN);
+        command.args(["--rw", path(&tree.ws), "--", "touch", path(&ran)]);
+        let out = moot_testkit::seccomp::refusing_landlock(&mut command, errno)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = stderr(&out);
+        assert_eq!(out.status.code(), Some(3), "{name}: {text}");
+        assert_eq!(text.lines().count(), 1, "{name}: {text}");
+        assert!(
+            text.starts_with("moot-sandbox: cannot enforce (a seccomp filter answers Landlock's system calls with ")
+                && text.contains(name)
+                && text.contains("the container's seccomp profile must allow landlock_create_ruleset"),
+            "{name}: {text}"
+        );
+        assert!(!text.contains("CONFIG_SECURITY_LANDLOCK"), "{text}");
+        assert!(!ran.exists(), "{name}: the command ran");
+
+        let mut command = Command::new(BIN);
+        command.arg("--check");
+        let out = moot_testkit::seccomp::refusing_landlock(&mut command, errno)
+            .output()
+            .unwrap();
+        let check: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(out.status.code(), Some(3), "{name}: {check}");
+        assert_eq!(check["landlock"], "refused_by_seccomp", "{name}: {check}");
+        assert_eq!(check["probe"]["passed"], false);
+    }
+}
+
 /// Landlock checks opens, not writes: a descriptor the caller left open on a file outside the
 /// grants would be a way out, so the command inherits only its stdio.
 #[test]

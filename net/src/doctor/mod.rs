@@ -24,6 +24,7 @@ use crate::http;
 use moot::model::doctor::{known_good, known_good_range, same_major, version_in, FAKE_KEY};
 use moot::model::{Certify, FakeHome, Meta};
 use moot::registry;
+use moot::sandbox::environment::Environment;
 use moot::tree;
 
 use output::{Report, RuntimeReport, ScenarioReport};
@@ -52,9 +53,15 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "PATH")]
     pub program: Option<PathBuf>,
 
-    /// A version outside the known-good range fails (exit 1) instead of only being reported.
+    /// A version outside the known-good range, or an environment where Landlock cannot
+    /// enforce, fails (exit 1) instead of only being reported.
     #[arg(long)]
     pub strict: bool,
+
+    /// Only report the environment a job would run in: Landlock (and whether a probe saw it
+    /// enforce), seccomp, no_new_privs, the container, user namespaces. No CLI is run.
+    #[arg(long, conflicts_with_all = ["runtimes", "program", "keep", "scenarios", "serve", "fake_home"])]
+    pub environment: bool,
 
     /// Print one JSON document instead of the table.
     #[arg(long)]
@@ -173,6 +180,9 @@ pub fn run(tool: &str, args: &DoctorArgs) -> Result<ExitCode> {
     if args.serve {
         return serve(tool, args);
     }
+    if args.environment {
+        return environment_only(tool, args);
+    }
     let chosen = match choose(args) {
         Ok(chosen) => chosen,
         Err(problem) => {
@@ -183,14 +193,17 @@ pub fn run(tool: &str, args: &DoctorArgs) -> Result<ExitCode> {
     if let Some(home) = &args.fake_home {
         return fake_home::write(tool, args, home, &chosen);
     }
+    let environment = moot::sandbox::environment();
     let mut report = Report {
-        ok: true,
+        ok: environment_holds(tool, args, &environment),
+        environment,
         runtimes: Vec::new(),
     };
     // On a terminal each row is printed as its scenario ends (a full run takes minutes);
     // otherwise the table or the JSON comes at the end, and a log gets one line per CLI.
     let live = !args.json && io::stdout().is_terminal();
     if live {
+        output::environment_table(&report.environment, &mut io::stdout().lock())?;
         output::table_header(&mut io::stdout().lock())?;
     }
     for (meta, certify) in chosen {
@@ -257,6 +270,51 @@ pub fn run(tool: &str, args: &DoctorArgs) -> Result<ExitCode> {
 
 const PASS: &str = "pass";
 const FAIL: &str = "FAIL";
+
+/// `--environment`: the environment alone, as a table or JSON; with `--strict`, exit 1 where
+/// Landlock cannot enforce.
+fn environment_only(tool: &str, args: &DoctorArgs) -> Result<ExitCode> {
+    let environment = moot::sandbox::environment();
+    let holds = environment_holds(tool, args, &environment);
+    let mut out = io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &environment)?;
+        writeln!(out)?;
+    } else {
+        output::environment_table(&environment, &mut out)?;
+    }
+    out.flush()?;
+    Ok(if holds {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_DIFFERS)
+    })
+}
+
+/// Whether the environment lets a job be confined, said on stderr when it does not; it fails
+/// the run only under `--strict` (every scenario would fail anyway, each saying why).
+fn environment_holds(tool: &str, args: &DoctorArgs, environment: &Environment) -> bool {
+    if environment.enforces {
+        return true;
+    }
+    let why = match (&environment.landlock_abi, &environment.landlock_errno) {
+        (Some(abi), _) => format!("Landlock ABI {abi} answers, but the probe saw no write denied"),
+        (None, Some(errno)) => format!(
+            "Landlock is {} ({errno})",
+            environment.landlock.replace('_', " ")
+        ),
+        (None, None) => "Landlock does not answer".to_string(),
+    };
+    moot::eprintln_whole!(
+        "{tool}: this environment cannot confine a job: {why}{}",
+        if args.strict {
+            ""
+        } else {
+            " (reported only; --strict fails it)"
+        }
+    );
+    !args.strict
+}
 
 /// The runtimes asked for, or every certifiable one on PATH; a usage problem as one line.
 fn choose(args: &DoctorArgs) -> Result<Vec<(&'static Meta, &'static Certify)>, String> {

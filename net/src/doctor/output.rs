@@ -3,14 +3,17 @@
 
 use std::io::{self, Write};
 
+use moot::sandbox::environment::Environment;
 use serde::Serialize;
 
 /// Everything one doctor run found.
 #[derive(Debug, Serialize)]
 pub struct Report {
     /// Every scenario of every runtime matched (and, with `--strict`, every version was in its
-    /// known-good range).
+    /// known-good range and Landlock enforces here).
     pub ok: bool,
+    /// The environment the runs had: what confines them here.
+    pub environment: Environment,
     pub runtimes: Vec<RuntimeReport>,
 }
 
@@ -68,6 +71,7 @@ impl Report {
     }
 
     fn table(&self, out: &mut impl Write) -> io::Result<()> {
+        environment_table(&self.environment, out)?;
         table_header(out)?;
         for rt in &self.runtimes {
             rt.rows(out)?;
@@ -82,6 +86,16 @@ impl Report {
         }
         Ok(())
     }
+}
+
+/// The environment, a table of its own before the runtimes' (and a blank line after it).
+pub fn environment_table(environment: &Environment, out: &mut impl Write) -> io::Result<()> {
+    writeln!(out, "| environment | found |")?;
+    writeln!(out, "|---|---|")?;
+    for (what, found) in environment.rows() {
+        writeln!(out, "| {what} | {} |", cell(&found))?;
+    }
+    writeln!(out)
 }
 
 /// The table's head, printed once before the first row.

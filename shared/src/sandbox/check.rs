@@ -14,6 +14,7 @@ use nix::errno::Errno;
 use nix::sys::prctl;
 use serde::{Deserialize, Serialize};
 
+use super::environment;
 use super::policy::{open_rules, restrict_self, Grant, PathRule, Policy, Rights, TARGET_ABI};
 use super::{write_stdout, Refusal, EXIT_CANNOT_ENFORCE};
 
@@ -21,7 +22,12 @@ use super::{write_stdout, Refusal, EXIT_CANNOT_ENFORCE};
 /// is built from [`TARGET_ABI`] and the crate's compatibility handling.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Support {
-    Available { abi: ABI, raw: i32 },
+    Available {
+        abi: ABI,
+        raw: i32,
+    },
+    /// A seccomp filter answers Landlock's calls with this errno: a container's profile.
+    Filtered(Errno),
     NotEnabled,
     NotImplemented,
 }
@@ -39,10 +45,15 @@ impl Support {
                     raw: kernel_abi.unwrap_or(abi_number(effective_abi)),
                 },
                 LandlockStatus::NotEnabled => Support::NotEnabled,
-                LandlockStatus::NotImplemented => Support::NotImplemented,
+                LandlockStatus::NotImplemented => Self::unimplemented(),
             },
-            Err(_) => Support::NotImplemented,
+            Err(_) => Self::unimplemented(),
         }
+    }
+
+    /// No Landlock answered: a seccomp filter in the way, or none in the kernel.
+    fn unimplemented() -> Self {
+        environment::landlock_filtered().map_or(Support::NotImplemented, Support::Filtered)
     }
 
     pub(super) fn is_available(&self) -> bool {
@@ -53,7 +64,7 @@ impl Support {
     pub(super) fn enforceable(&self) -> Rights {
         match *self {
             Support::Available { abi, .. } => Rights::of_abi(abi.min(TARGET_ABI)),
-            Support::NotEnabled | Support::NotImplemented => Rights::NONE,
+            Support::Filtered(_) | Support::NotEnabled | Support::NotImplemented => Rights::NONE,
         }
     }
 }
@@ -62,6 +73,13 @@ impl fmt::Display for Support {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Support::Available { raw, .. } => write!(f, "kernel Landlock ABI {raw}"),
+            Support::Filtered(errno) => write!(
+                f,
+                "a seccomp filter answers Landlock's system calls with {errno:?}: the \
+                 container's seccomp profile must allow landlock_create_ruleset, \
+                 landlock_add_rule and landlock_restrict_self, as the default profiles of \
+                 Docker, Podman and containerd do"
+            ),
             Support::NotEnabled => write!(
                 f,
                 "Landlock is built into this kernel but not enabled: add landlock to the lsm= \
@@ -82,7 +100,8 @@ pub(super) fn abi_number(abi: ABI) -> i32 {
 /// `--check`'s report.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct CheckReport {
-    /// `available`, `not_enabled` (built in, off at boot) or `not_implemented` (not built in).
+    /// `available`, `refused_by_seccomp` (a container's seccomp profile answers its calls),
+    /// `not_enabled` (built in, off at boot) or `not_implemented` (not built in).
     pub landlock: String,
     /// The kernel's Landlock ABI, when it has Landlock.
     pub kernel_abi: Option<i32>,
@@ -222,6 +241,7 @@ pub(super) fn check() -> Result<ExitCode, Refusal> {
     let report = CheckReport {
         landlock: match support {
             Support::Available { .. } => "available",
+            Support::Filtered(_) => "refused_by_seccomp",
             Support::NotEnabled => "not_enabled",
             Support::NotImplemented => "not_implemented",
         }

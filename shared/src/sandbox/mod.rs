@@ -16,7 +16,9 @@
 //! The engine is this module's flow (flags, refusals, the exec) and four parts that use its
 //! `Refusal` and `SandboxArgs` and nothing of each other's flow: `policy` (the Landlock policy and
 //! ruleset), `check` (`--check` and the kernel probe), `descriptors` (what the command inherits)
-//! and `seat` (the credential proxy's side, the seat's user and process limit).
+//! and `seat` (the credential proxy's side, the seat's user and process limit); and a leaf,
+//! `environment` (what the host and a container's seccomp profile allow, for `check`'s refusal
+//! and moot-doctor's report).
 
 use std::convert::Infallible;
 use std::ffi::OsString;
@@ -41,6 +43,7 @@ use crate::seat_proxy::SeatProxy;
 
 mod check;
 mod descriptors;
+pub mod environment;
 mod policy;
 mod seat;
 
@@ -183,6 +186,13 @@ pub struct SandboxArgs {
         required_unless_present_any = ["check", "print_profile"]
     )]
     pub command: Vec<OsString>,
+}
+
+/// The environment a job would run in (moot-doctor's report), with the verdict of the probe
+/// `--check` runs: a throwaway thread confined, a write outside its grant denied.
+pub fn environment() -> environment::Environment {
+    let enforces = Support::detect().is_available() && check::probe().passed;
+    environment::Environment::detect(enforces)
 }
 
 /// Runs `--check`, or confines and execs the command; returns only on failure (or after
