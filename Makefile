@@ -10,7 +10,7 @@ TOOLS := $(notdir $(wildcard bins/*))
 HOST := $(shell rustc -vV | sed -n 's/^host: //p')
 RELEASE := target/$(HOST)/release
 
-.PHONY: all build test test-realcli lint demo bench install man clean
+.PHONY: all build test test-realcli lint demo bench install man clean image test-container
 
 all: build
 
@@ -46,6 +46,17 @@ test: lint
 # scripts/realcli/install.sh first; a missing CLI fails under MOOT_NO_SKIP.
 test-realcli:
 	$(CARGO) test --locked --workspace --test real_cli
+
+# An OCI image of the release build, FROM scratch, with no registry or engine: target/image/oci
+# (an OCI layout, tag latest) and target/image/moot-oci.tar (scripts/image/build.sh).
+image: build
+	bash scripts/image/build.sh target/image
+
+# The image under runc with Docker's and Podman's default seccomp profiles: Landlock enforces
+# inside, codex's pipeline gives its verdict, and a profile without Landlock is refused by name.
+# Root, and scripts/container/install.sh first.
+test-container: image
+	bash scripts/container/test.sh
 
 demo: build
 	MOOT_BIN=$(RELEASE) sh scripts/demo.sh
