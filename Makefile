@@ -67,7 +67,7 @@ bench: build
 
 # Installs what `make build` made, building only when a tool is missing (run `make build` after
 # changing the sources): the tools, their man pages, the adapters (PREFIX/libexec/moot/<runtime>/
-# adapter.sh beside their lib.sh, kimi-cli's link kept) and each tool's bash, zsh and fish
+# adapter.sh beside their lib.sh, kimi-cli's link kept), the engines' job (libexec/moot/job.sh) and each tool's bash, zsh and fish
 # completions, generated from its clap definitions (`TOOL --completions SHELL`).
 BIN_DIR := $(DESTDIR)$(PREFIX)/bin
 ADAPTER_DIR := $(DESTDIR)$(PREFIX)/libexec/moot
@@ -89,6 +89,7 @@ install:
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
 	install -m 0644 scripts/adapters/lib.sh $(ADAPTER_DIR)/
+	install -m 0755 examples/engines/job.sh $(ADAPTER_DIR)/
 	for d in scripts/adapters/*/; do \
 		r=$$(basename $$d); install -d $(ADAPTER_DIR)/$$r && \
 		if [ -L $$d/adapter.sh ]; then \

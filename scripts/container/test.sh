@@ -134,28 +134,22 @@ origin=$(cat "$work/fake.origin")
 [ -n "$origin" ] || die "the fake model did not start: $(head -c 300 "$work/fake.log")"
 codex=$REALCLI_DIR/codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
 
-# pipeline: the script the container runs for the pipeline check. Its verdict (the parser's
-# envelope) goes to stdout, then the worktree's listing.
+# pipeline: the script the container runs for the pipeline check: the engines' job
+# (examples/engines/job.sh, in the image's libexec) with codex pointed at the fake model as
+# moot-doctor --fake-home says. The envelope goes to stdout, then the worktree's listing.
 pipeline() {
     cat <<SH
 set -e
-mkdir -p /tmp/bin /tmp/ws /tmp/stage /tmp/home
+mkdir -p /tmp/bin /tmp/ws /tmp/home
 busybox --install -s /tmp/bin
-export PATH=/usr/local/bin:/tmp/cli:/tmp/bin
+export PATH=/usr/local/bin:/tmp/cli:/tmp/bin HOME=/tmp/home
 eval "\$(moot-doctor --fake-home /tmp/home --origin $origin --key-file /tmp/key/provider.key codex)"
-export HOME=/tmp/home
-cd /tmp/ws
 printf 'Run the tool.' >/tmp/job.md
 set +e
-moot-render codex --policy workspace-write --seat --deadline 120 --stage-dir /tmp/stage/p \
-    --cwd /tmp/ws --add-dir /tmp/ws --prompt-file /tmp/job.md |
-  moot-broker --forward $origin --key-env "\$moot_key_env" -- \
-  moot-run --deadline 120 --cwd /tmp/ws --transcript /tmp/stage/run.ndjson \
-    --status-file /tmp/stage/status --env-preset codex --keep "\$moot_keep" --protect /tmp/ws \
-    --cleanup /tmp/stage/p --stdin-argv -- \
-    moot-sandbox --profile codex --state /tmp/state --rw /tmp/ws --ro-try /tmp/stage/p -- |
-  moot-parse-codex --status-file /tmp/stage/status
+MOOT_PROVIDER_URL=$origin MOOT_PROVIDER_KEY_ENV=\$moot_key_env MOOT_KEEP=\$moot_keep \\
+    MOOT_DEADLINE=120 sh /usr/local/libexec/moot/job.sh codex /tmp/ws /tmp/job.md /tmp/out
 status=\$?
+cat /tmp/out/envelope.json
 echo
 ls /tmp/ws
 exit \$status
