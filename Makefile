@@ -10,7 +10,7 @@ TOOLS := $(notdir $(wildcard bins/*))
 HOST := $(shell rustc -vV | sed -n 's/^host: //p')
 RELEASE := target/$(HOST)/release
 
-.PHONY: all build test test-realcli lint demo bench install man clean image test-container
+.PHONY: all build test test-realcli lint demo bench install man clean image test-container matrix
 
 all: build
 
@@ -57,6 +57,12 @@ image: build
 # Root, and scripts/container/install.sh first.
 test-container: image
 	bash scripts/container/test.sh
+
+# Every runtime with a parser in several scenarios, each job its own container of the image,
+# two at a time, merged by moot-report; each job's verdict, wall time and peak memory. Root,
+# scripts/container/install.sh and scripts/realcli/install.sh first.
+matrix: image
+	bash scripts/container/matrix.sh
 
 demo: build
 	MOOT_BIN=$(RELEASE) sh scripts/demo.sh

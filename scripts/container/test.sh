@@ -56,54 +56,18 @@ for name in docker podman; do
         die "cannot resolve the $name profile"
 done
 
-# run_in RUNTIME PROFILE SCRIPT: SCRIPT run by busybox sh as root in a container of the image:
-# the root read-only, /tmp a tmpfs, the host's network (the fake model listens on its loopback),
-# Docker's default capabilities, the profile as its seccomp filter, and busybox (as itself and
-# as /bin/sh, the shell a CLI's tool runs commands with: a job image brings one) and any MOUNTS
-# ("HOST:CONTAINER" words) bound read-only. Sets out, err and status.
+# run_in RUNTIME PROFILE SCRIPT: SCRIPT run by sh (busybox's: a job image brings a shell; the
+# CLI's tool runs its commands with it too) as root in a container of the image
+# (oci_config.py), with PROFILE's seccomp filter and any MOUNTS ("HOST:CONTAINER" words) bound
+# read-only. Sets out, err and status.
 run_in() {
-    local runtime=$1 profile=$2 script=$3 id
+    local runtime=$1 profile=$2 script=$3 id mount binds=()
     id=moot-test-$$-$((++runs))
-    python3 - "$work/bundle/config.json" "$rootfs" "$work/$profile.json" "$busybox" "$script" ${MOUNTS:-} <<'PY'
-import json, sys
-path, rootfs, seccomp, busybox, script, *mounts = sys.argv[1:]
-caps = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
-        "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
-        "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"]
-bind = lambda source, target: {"destination": target, "type": "bind", "source": source,
-                               "options": ["rbind", "ro"]}
-config = {
-    "ociVersion": "1.0.2",
-    "root": {"path": rootfs, "readonly": True},
-    "process": {
-        "terminal": False, "cwd": "/", "user": {"uid": 0, "gid": 0},
-        "args": ["/bin/busybox", "sh", "-c", script],
-        "env": ["PATH=/usr/local/bin:/bin", "HOME=/tmp/home", "TMPDIR=/tmp"],
-        "capabilities": {k: caps for k in ("bounding", "effective", "permitted")},
-        "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 4096, "soft": 4096}],
-        "noNewPrivileges": False,
-    },
-    "hostname": "moot-test",
-    "mounts": [
-        {"destination": "/proc", "type": "proc", "source": "proc"},
-        {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
-         "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
-        {"destination": "/dev/pts", "type": "devpts", "source": "devpts",
-         "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"]},
-        {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
-         "options": ["nosuid", "nodev", "mode=1777", "size=262144k"]},
-        bind(busybox, "/bin/busybox"),
-        bind(busybox, "/bin/sh"),
-    ] + [bind(*m.split(":", 1)) for m in mounts],
-    "linux": {
-        "namespaces": [{"type": t} for t in ("pid", "ipc", "uts", "mount")],
-        "seccomp": json.load(open(seccomp)),
-        "maskedPaths": ["/proc/kcore", "/proc/keys", "/proc/timer_list", "/sys/firmware"],
-        "readonlyPaths": ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"],
-    },
-}
-json.dump(config, open(path, "w"))
-PY
+    for mount in "$busybox:/bin/busybox" "$busybox:/bin/sh" ${MOUNTS:-}; do
+        binds+=(--bind "$mount")
+    done
+    python3 "$here/oci_config.py" "$work/bundle/config.json" "$rootfs" "$work/$profile.json" \
+        "$script" "${binds[@]}" || die "cannot write the container's configuration"
     (cd "$work/bundle" && timeout 300 "$runtime" run "$id") >"$work/out" 2>"$work/err" </dev/null
     status=$?
     "$runtime" delete -f "$id" >/dev/null 2>&1

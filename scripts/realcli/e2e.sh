@@ -81,6 +81,8 @@ provider=$(sed -n '/^https:\/\/127\.0\.0\.1:[0-9]*$/p' "$work/fake.origin")
 [ -n "$provider" ] || { echo "e2e: the fake model did not start: $(head -c 300 "$work/fake.log")" >&2; exit 1; }
 
 # ---- per CLI: where it is, its isolated home and provider config, how to run it
+# shellcheck source=scripts/realcli/layout.sh
+. "$here/layout.sh"
 # setup RUNTIME exports HOME (and the CLI's own variables). From the registry it sets runtime,
 # parser, resumes (1 when a second turn resumes the session), extensions (1 when its adapter
 # loads MOSAIC_EXTENSIONS) and tool_limit (for an adapter that takes MOSAIC_TOOLS: the first of
@@ -99,18 +101,13 @@ print(meta["parser"].removeprefix("moot-parse-"), int(meta["matrix"]["multi_turn
         { echo "e2e: $1 is not a registered runtime with a parser" >&2; exit 1; }
     export HOME=$work/home/$1
     mkdir -p "$HOME"
-    install=$(grep -l "^RUNTIME=$1\$" "$root"/shared/src/runtime/*/*.install) ||
-        { echo "e2e: no install file says RUNTIME=$1" >&2; exit 1; }
-    realcli_layout "$1"
+    install_file "$1" || exit 1
+    realcli_layout "$1" "$work/bin/$1"
     live_stream=$(install_field "$install" LIVE_STREAM) asks=$(install_field "$install" ASKS)
     hides_keys=$(install_field "$install" HIDES_KEYS) tool_limit=
     [ "$tools" = 0 ] || tool_limit=$(install_field "$install" READ_TOOLS | cut -d' ' -f1)
     adapter_variables
     fake_home "$1"
-}
-# install_field FILE KEY: the value of KEY=VALUE in an install file (empty when it has none).
-install_field() {
-    sed -n "s/^$2=//p" "$1"
 }
 # adapter_variables: the previous CLI's adapter variables unset, this one's exported: its
 # ADAPTER_ENV, and its BUNDLE's files written in its HOME (bundle_var: the first one's name).
@@ -150,23 +147,6 @@ fake_home() {
     [ -z "$moot_session_store" ] ||
         parser_flags="${parser_flags:+$parser_flags }--session-store $work/state/$1/home/$moot_session_store"
 }
-# realcli_layout RUNTIME: program and path_dirs of the runtime's pinned CLI, read from its install
-# file, where install.sh put it. A CLI that needs nothing else on PATH runs through a link in a
-# directory of its own.
-realcli_layout() {
-    local dir program_path relative
-    dir=$REALCLI_DIR/$(install_field "$install" DIR)
-    program_path=$dir/$(install_field "$install" PROGRAM)
-    program=${program_path##*/} path_dirs=
-    for relative in $(install_field "$install" PATH_DIRS); do
-        path_dirs=${path_dirs:+$path_dirs:}$dir/$relative
-    done
-    if [ -z "$path_dirs" ]; then
-        path_dirs=$work/bin/$1
-        mkdir -p "$path_dirs" && ln -sf "$program_path" "$path_dirs/$program"
-    fi
-}
-
 # ---- one run: through the adapter, or through the README's pipeline with the runtime's names
 # run_adapter and run_pipeline leave stdout in $out, stderr in $err, the status in $status.
 # adapter_env holds extra VAR=value words for the run, adapter_verb its verb (none: deliver).

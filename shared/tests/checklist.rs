@@ -391,6 +391,7 @@ fn collect_files(base: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
 const SHARED_SCRIPTS: &[&str] = &[
     "scripts/realcli/e2e.sh",
     "scripts/realcli/install.sh",
+    "scripts/realcli/layout.sh",
     "scripts/realcli/run_all.sh",
     "scripts/adapters/lib.sh",
     ".ci/run",
