@@ -197,16 +197,19 @@ fn fake_home_writes_the_runtime_s_configuration_and_prints_sh() {
     assert!(run("omp", &omp_home).contains("\nmoot_key_env=''\n"));
     // codex trusts the project --trust names, and only then.
     assert!(!config.contains("trust_level"), "{config}");
+    let trusting = |project: &Path| {
+        fs::create_dir(project).unwrap();
+        doctor()
+            .arg("--fake-home")
+            .arg(&codex_home)
+            .args(["--origin", "http://127.0.0.1:4321", "--trust"])
+            .arg(project)
+            .arg("codex")
+            .output()
+            .unwrap()
+    };
     let project = dir.path().join("project");
-    fs::create_dir(&project).unwrap();
-    let out = doctor()
-        .arg("--fake-home")
-        .arg(&codex_home)
-        .args(["--origin", "http://127.0.0.1:4321", "--trust"])
-        .arg(&project)
-        .arg("codex")
-        .output()
-        .unwrap();
+    let out = trusting(&project);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let config = fs::read_to_string(codex_home.join(".codex/config.toml")).unwrap();
     assert!(
@@ -217,16 +220,7 @@ fn fake_home_writes_the_runtime_s_configuration_and_prints_sh() {
         "{config}"
     );
     // A project whose name TOML would need escaped is refused.
-    let quoted = dir.path().join("a\"b");
-    fs::create_dir(&quoted).unwrap();
-    let out = doctor()
-        .arg("--fake-home")
-        .arg(&codex_home)
-        .args(["--origin", "http://127.0.0.1:4321", "--trust"])
-        .arg(&quoted)
-        .arg("codex")
-        .output()
-        .unwrap();
+    let out = trusting(&dir.path().join("a\"b"));
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("has a quote"), "{}", stderr(&out));
     // Kimi Code's pipeline reads its stderr and its session store; kimi-cli's text mode asks
