@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Write a large, realistic stream of one dialect for benchmarks, grown from a real capture.
 
-Each dialect names a capture in testdata/ of a real CLI running one tool call then answering,
-and the span of its lines that is one tool round (the model's streamed turn with its deltas,
+Each dialect names, in testdata/<dialect>/bench.round, a capture of a real CLI running one tool
+call then answering, and the span of its lines that is one tool round (the model's streamed turn with its deltas,
 the tool run, the tool result). The output is the capture's head, that round repeated until
 the stream reaches the size asked, and the capture's tail (the final answer and the terminal
 event), so it stays a valid, successful stream with the CLI's exact framing. One round in
@@ -33,21 +33,19 @@ def span_between(first, last):
     return find
 
 
-DIALECTS = {
-    # capture, and how to find its tool round
-    "omp": ("omp/real-tool.ndjson",
-            span_between('"type":"message_start","message":{"role":"assistant"', '"type":"turn_start"')),
-    "pi": ("pi/real-tool.ndjson",
-           span_between('"type":"message_start","message":{"role":"assistant"', '"type":"turn_start"')),
-    "claude": ("claude/real-tool-partial.ndjson",
-               span_between('"subtype":"status"', '"subtype":"status"')),
-    "codex": ("codex/real-tool.ndjson",
-              span_between('"type":"item.started"', '"type":"agent_message"')),
-    "kimi": ("kimi/real-code-tool-with-exit.ndjson",
-             span_between('"tool_calls"', '"role":"assistant","content"')),
-    "opencode": ("opencode/real-tool.ndjson",
-                 span_between('"type":"step_start"', '"type":"step_start"')),
-}
+def recipes():
+    """Every dialect's recipe, from testdata/<dialect>/bench.round (KEY=VALUE lines): its capture,
+    and how to find its tool round."""
+    found = {}
+    testdata = os.path.join(ROOT, "testdata")
+    for dialect in sorted(os.listdir(testdata)):
+        path = os.path.join(testdata, dialect, "bench.round")
+        if os.path.isfile(path):
+            with open(path) as f:
+                fields = dict(l.rstrip("\n").split("=", 1) for l in f if l.strip() and not l.startswith("#"))
+            found[dialect] = (os.path.join(dialect, fields["CAPTURE"]),
+                              span_between(fields["FROM"], fields["TO"]))
+    return found
 
 
 def big_output():
@@ -61,9 +59,10 @@ def inflate(lines, blob):
 
 def main():
     dialect, size_mib, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    if dialect not in DIALECTS:
-        sys.exit(f"gen-stream: unknown dialect {dialect!r} (one of {', '.join(DIALECTS)})")
-    capture, find_round = DIALECTS[dialect]
+    dialects = recipes()
+    if dialect not in dialects:
+        sys.exit(f"gen-stream: no testdata/{dialect}/bench.round (dialects with one: {', '.join(dialects)})")
+    capture, find_round = dialects[dialect]
     with open(os.path.join(ROOT, "testdata", capture)) as f:
         lines = f.read().splitlines(keepends=True)
     start, end = find_round(lines)

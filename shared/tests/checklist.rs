@@ -74,8 +74,8 @@ fn missing(meta: &Meta) -> Vec<String> {
             format!("the fuzz target parse_{dialect}"),
         );
         need(
-            read("scripts/bench/gen-stream.py").contains(&format!("    \"{dialect}\": (")),
-            format!("a {dialect} stream in scripts/bench/gen-stream.py"),
+            is_file(&format!("testdata/{dialect}/bench.round")),
+            format!("testdata/{dialect}/bench.round (scripts/bench/gen-stream.py's recipe)"),
         );
         need(
             meta.doctor.is_some(),
@@ -450,7 +450,7 @@ fn a_runtime_without_its_pieces_is_reported() {
         "man/moot-parse-ghost.1",
         "25 goldens in testdata/ghost/ (has 0)",
         "the fuzz target parse_ghost",
-        "a ghost stream in scripts/bench/gen-stream.py",
+        "testdata/ghost/bench.round (scripts/bench/gen-stream.py's recipe)",
         "its moot-doctor record (doctor: Some(..) from its doctor.rs)",
     ] {
         assert!(
