@@ -14,11 +14,16 @@
 //! The protected set of a worktree: every `.git` entry in it, at any depth (a nested repository
 //! is a submodule's, or becomes one when the job adds a gitlink to the index, and `git status`
 //! runs inside it); in each git directory, what git reads as configuration or runs
-//! ([`GIT_CONFIGURATION`]), in it and in every git directory nested under `modules/` and
-//! `worktrees/`; the git directory a `.git` file names; and every `.gitmodules`. Git's data
-//! (objects, refs, logs, the index, the state of a commit, merge or rebase) and other tools'
-//! files in `.git` (opencode keeps its project id there) are left to the job, so that `git add`
-//! and `git commit` on its branch keep working.
+//! ([`GIT_CONFIGURATION`], and [`GIT_CONFIGURATION_BELOW`] inside its data), in it and in every
+//! git directory nested under `modules/` and `worktrees/`; the git directory a `.git` file names;
+//! and every `.gitmodules`. Git's data (objects, refs, logs, the index, the state of a commit,
+//! merge or rebase) and other tools' files in `.git` (opencode keeps its project id there) are
+//! left to the job, so that `git add` and `git commit` on its branch keep working.
+//!
+//! Not covered: a replace ref written into `packed-refs` (git's data, rewritten by ordinary
+//! commands) rather than as a file under `refs/replace/`. An operator who runs git on a worktree
+//! an agent wrote sets `GIT_NO_REPLACE_OBJECTS=1`, or, better, hands the agent a clone
+//! (examples/engines/ do).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -43,6 +48,17 @@ const GIT_CONFIGURATION: &[&str] = &[
     "gitdir",
     "remotes",
     "branches",
+    "shallow",
+];
+
+/// What git reads as configuration inside its data: replacement refs (a `refs/replace/<id>` makes
+/// every command show another object for that id, so the operator's next checkout of a commit
+/// the agent never made shows the agent's files), and alternates (other object stores git reads
+/// as this one's). A link in place of a directory on the way is recorded, never followed.
+const GIT_CONFIGURATION_BELOW: &[&str] = &[
+    "refs/replace",
+    "objects/info/alternates",
+    "objects/info/http-alternates",
 ];
 
 /// Where a git directory holds other git directories (a submodule's, a linked worktree's), at
@@ -398,12 +414,37 @@ impl Scan {
     /// The configuration of one git directory (the rest of it is git's data, or another
     /// tool's files that git never reads), and of every git directory nested in it.
     fn git_dir(&mut self, dir: &Path) -> anyhow::Result<()> {
+        for below in GIT_CONFIGURATION_BELOW {
+            self.below(dir, below)?;
+        }
         for (child, _) in read_dir(dir)? {
             let name = child.file_name().and_then(|n| n.to_str()).unwrap_or("");
             if GIT_CONFIGURATION.contains(&name) {
                 self.tree(&child)?;
             } else if NESTED_GIT_DIRS.contains(&name) && self.record(&child)? {
                 self.nested_git_dirs(&child)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `relative` (slash-separated) below the git directory `dir`, when every directory on the
+    /// way is one: a link there is recorded (so a swap is seen) and not followed.
+    fn below(&mut self, dir: &Path, relative: &str) -> anyhow::Result<()> {
+        let mut path = dir.to_path_buf();
+        let mut parts = relative.split('/').peekable();
+        while let Some(part) = parts.next() {
+            path.push(part);
+            if parts.peek().is_none() {
+                return self.tree(&path);
+            }
+            match fs::symlink_metadata(&path) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    self.record(&path)?;
+                    return Ok(());
+                }
+                Ok(meta) if meta.is_dir() => {}
+                _ => return Ok(()),
             }
         }
         Ok(())
@@ -616,6 +657,50 @@ mod tests {
         assert!(!root.join("sub/.git").exists() && !root.join(".gitmodules").exists());
         assert!(!root.join(".git/modules").exists());
         assert_eq!(snapshot.verify_and_restore(), None, "all as it was");
+    }
+
+    /// A replace ref, alternates and a shallow file would change what the operator's git shows
+    /// for the commits it has: undone, while refs and objects themselves stay the job's.
+    #[test]
+    fn replace_refs_alternates_and_shallow_are_undone() {
+        let (_dir, root) = repo();
+        let snapshot = Snapshot::take(std::slice::from_ref(&root)).unwrap();
+        let replace = root.join(".git/refs/replace");
+        fs::create_dir_all(&replace).unwrap();
+        fs::write(
+            replace.join("0123456789abcdef0123456789abcdef01234567"),
+            "fedc\n",
+        )
+        .unwrap();
+        fs::create_dir_all(root.join(".git/objects/info")).unwrap();
+        fs::write(
+            root.join(".git/objects/info/alternates"),
+            "/tmp/evil/objects\n",
+        )
+        .unwrap();
+        fs::write(root.join(".git/objects/info/commit-graph"), "data").unwrap();
+        fs::write(root.join(".git/shallow"), "0123\n").unwrap();
+        fs::write(root.join(".git/refs/heads/topic"), "0000\n").unwrap();
+        let tampered = snapshot.verify_and_restore().expect("the changes are seen");
+        assert!(tampered.restored, "{tampered:?}");
+        assert_eq!(tampered.count, 4, "{tampered:?}");
+        assert!(!replace.exists() && !root.join(".git/shallow").exists());
+        assert!(!root.join(".git/objects/info/alternates").exists());
+        assert!(root.join(".git/objects/info/commit-graph").exists());
+        assert!(root.join(".git/refs/heads/topic").exists());
+        assert_eq!(snapshot.verify_and_restore(), None);
+
+        // A link in place of `refs` is seen, and removed without writing through it.
+        let elsewhere = tempfile::tempdir().unwrap();
+        fs::create_dir_all(elsewhere.path().join("replace")).unwrap();
+        fs::write(elsewhere.path().join("replace/x"), "keep").unwrap();
+        fs::rename(root.join(".git/refs"), root.join("refs-moved")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), root.join(".git/refs")).unwrap();
+        let tampered = snapshot.verify_and_restore().expect("the link is seen");
+        assert!(tampered.restored, "{tampered:?}");
+        // (A `.git` left without `refs` is made a git directory again: a real one.)
+        assert!(fs::symlink_metadata(root.join(".git/refs")).map_or(true, |m| m.is_dir()));
+        assert!(elsewhere.path().join("replace/x").exists());
     }
 
     #[test]
