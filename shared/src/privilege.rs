@@ -72,7 +72,8 @@ pub struct Identity {
 impl Identity {
     /// Reads `USER[:GROUP]`: names are looked up in the user and group databases; numbers are
     /// taken as they are. Without a group, the user's primary group (or, for a bare number
-    /// that names no user, the same number).
+    /// that names no user, the same number). A number needs no database: a container image
+    /// without /etc/passwd runs `--user 65534:65534`.
     pub fn parse(spec: &str) -> anyhow::Result<Self> {
         let (user, group) = match spec.split_once(':') {
             Some((user, group)) => (user, Some(group)),
@@ -84,10 +85,15 @@ impl Identity {
         let (uid, primary_group) = match user.parse::<u32>() {
             Ok(number) => {
                 let uid = Uid::from_raw(number);
-                (uid, User::from_uid(uid)?.map(|found| found.gid))
+                // No database to read (ENOENT from a missing /etc/passwd) names no user.
+                (
+                    uid,
+                    User::from_uid(uid).ok().flatten().map(|found| found.gid),
+                )
             }
             Err(_) => {
-                let found = User::from_name(user)?
+                let found = User::from_name(user)
+                    .with_context(|| format!("--user ({spec}): cannot read the user database"))?
                     .ok_or_else(|| anyhow!("--user ({spec}): no user named {user}"))?;
                 (found.uid, Some(found.gid))
             }
@@ -96,7 +102,10 @@ impl Identity {
             Some(group) => match group.parse::<u32>() {
                 Ok(gid) => Gid::from_raw(gid),
                 Err(_) => {
-                    Group::from_name(group)?
+                    Group::from_name(group)
+                        .with_context(|| {
+                            format!("--user ({spec}): cannot read the group database")
+                        })?
                         .ok_or_else(|| anyhow!("--user ({spec}): no group named {group}"))?
                         .gid
                 }
