@@ -2,7 +2,8 @@
 # make matrix: many agent jobs through the container path, as a job engine would run them. Every
 # runtime with a parser, in every scenario of SCENARIOS, is one job: its own container of moot's
 # image (make image) under runc with Docker's default seccomp profile, running the engines' job
-# (libexec/moot/job.sh) against the fake model on the host's loopback, JOBS at a time (xargs -P).
+# (libexec/moot/job.sh) against the fake model on the host's loopback, the agent as uid 65534,
+# JOBS at a time (xargs -P).
 # The CLIs and their runtimes (node, bun, Python) come from the host, bound read-only, as a job
 # image would carry them. Then moot-report merges the envelopes.
 #
@@ -52,6 +53,7 @@ if [ "${1:-}" = --job ]; then
     [ "$scenario" = plain ] || prompt="Run the tool."
     script="set -e
 mkdir -p /tmp/home /tmp/ws
+chown 65534:65534 /tmp/ws
 export PATH=/usr/local/bin:$path_dirs:/usr/bin:/bin HOME=/tmp/home
 eval \"\$(moot-doctor --fake-home /tmp/home --origin $origin --key-file /key/provider.key $runtime)\"
 printf '$prompt' >/tmp/job.md
@@ -60,7 +62,7 @@ store=
 set +e
 MOOT_PROVIDER_URL=$origin MOOT_PROVIDER_KEY_FILE=/key/provider.key MOOT_PROVIDER_KEY_ENV=\$moot_key_env \\
     MOOT_KEEP=\"\$moot_keep\" MOOT_STDERR_FILE=\$moot_stderr_file MOOT_PARSER_FLAGS=\"\$store\" \\
-    MOOT_DEADLINE=300 sh /usr/local/libexec/moot/job.sh $runtime /tmp/ws /tmp/job.md /tmp/out 2>/out/stderr
+    MOOT_SEAT_USER=65534:65534 MOOT_DEADLINE=300 sh /usr/local/libexec/moot/job.sh $runtime /tmp/ws /tmp/job.md /tmp/out 2>/out/stderr
 echo \$? >/out/status
 cp /tmp/out/envelope.json /out/envelope.json
 ls /tmp/ws >/out/ws.txt"

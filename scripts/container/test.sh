@@ -100,22 +100,27 @@ codex=$REALCLI_DIR/codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unkn
 
 # pipeline: the script the container runs for the pipeline check: the engines' job
 # (examples/engines/job.sh, in the image's libexec) with codex pointed at the fake model as
-# moot-doctor --fake-home says. The envelope goes to stdout, then the worktree's listing.
+# moot-doctor --fake-home says, the agent as uid 65534 (the job runs as root). The envelope goes
+# to stdout, then the worktree's listing, and KEY-IN-THE-SEAT if the provider's key is in what
+# the agent's command saw or in the transcript.
 pipeline() {
     cat <<SH
 set -e
 mkdir -p /tmp/bin /tmp/ws /tmp/home
+chown 65534:65534 /tmp/ws
 busybox --install -s /tmp/bin
 export PATH=/usr/local/bin:/tmp/cli:/tmp/bin HOME=/tmp/home
 eval "\$(moot-doctor --fake-home /tmp/home --origin $origin --key-file /tmp/key/provider.key codex)"
 printf 'Run the tool.' >/tmp/job.md
 set +e
 MOOT_PROVIDER_URL=$origin MOOT_PROVIDER_KEY_ENV=\$moot_key_env MOOT_KEEP=\$moot_keep \\
-    MOOT_DEADLINE=120 sh /usr/local/libexec/moot/job.sh codex /tmp/ws /tmp/job.md /tmp/out
+    MOOT_SEAT_USER=65534:65534 MOOT_DEADLINE=120 \\
+    sh /usr/local/libexec/moot/job.sh codex /tmp/ws /tmp/job.md /tmp/out
 status=\$?
 cat /tmp/out/envelope.json
 echo
-ls /tmp/ws
+ls -n /tmp/ws
+! grep -qF "\$(cat /tmp/key/provider.key)" /tmp/ws/seen-env.txt /tmp/out/run.ndjson || echo KEY-IN-THE-SEAT
 exit \$status
 SH
 }
@@ -145,15 +150,20 @@ for engine in docker podman; do
     row "$runtime, $engine's profile: moot-doctor --environment --strict sees the filter" "$why"
 
     # The README's pipeline with codex (its static binary runs FROM scratch; the rest of the
-    # image is moot's) against the fake model on the host's loopback: the agent's write lands,
-    # the verdict is ok, and the key never enters the seat (moot-broker --forward).
+    # image is moot's) against the fake model on the host's loopback: the agent's command runs
+    # as the seat's user and its write lands, the verdict is ok, and the key never enters the
+    # seat (moot-broker --forward).
+    echo "toolcmd env > seen-env.txt; touch created_by_agent.txt" >"$work/scenario"
     MOUNTS="$codex:/tmp/cli/codex $work/provider.key:/tmp/key/provider.key" \
         run_in "$runtime" "$engine" "$(pipeline)"
+    echo toolwrite >"$work/scenario"
     why=
     if [ "$status" != 0 ]; then
         why="exit $status: $(tail -c 400 <<<"$out") $err"
-    elif ! grep -q '^created_by_agent.txt$' <<<"$out"; then
-        why="the agent's write did not land: $out"
+    elif ! grep -q ' 65534 *65534 .* created_by_agent.txt$' <<<"$out"; then
+        why="the agent's write did not land as uid 65534: $out"
+    elif grep -q KEY-IN-THE-SEAT <<<"$out" || ! grep -q ' seen-env.txt$' <<<"$out"; then
+        why="the provider's key reached the seat, or the agent's command never ran: $out"
     elif ! grep -q '"runtime":"codex","ok":true' <<<"$out"; then
         why="the verdict: $out"
     fi
