@@ -12,7 +12,10 @@
 #                  says what each checks)
 #
 # Prints one row per run (CLI, path, scenario, result, seconds) and, last, the plain closing
-# line "N passed, N failed, N skipped". Exits 1 if anything failed.
+# line "N passed, N failed, N skipped". Exits 1 if anything failed. A scenario that fails is run
+# once more: a real CLI is not deterministic under load (codex once ended its stream after the
+# detach scenario's command, in CI, two passes at once). A pass on the second run counts as a
+# pass and its row says so, with the first run's failure.
 #
 # No `set -e`: most runs here are expected to fail (a denied write, a cut answer), and each
 # scenario checks the status it gets; a step the suite itself needs (a work directory, the fake
@@ -40,7 +43,7 @@ CLIS=${*:-$(python3 -c 'import json, sys; print(" ".join(e["name"] for e in json
 # (moot-render --stage-user), moot-sandbox --user, the worktree writable by its group.
 SEAT_USER=${SEAT_USER:-}
 [ -z "$SEAT_USER" ] || chmod 711 "$work"
-passed=0 failed=0 skipped=0
+passed=0 failed=0 skipped=0 retried=0
 trap 'kill "$fake_pid" 2>/dev/null; [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
 
 # The adapters' variables are this suite's to set (setup), none of the caller's.
@@ -845,10 +848,15 @@ for cli in $CLIS; do
             case $ADAPTER_ONLY in *" $scenario "*) [ "$via" = adapter ] || continue ;; esac
             started=$SECONDS
             why=$(check "$scenario" "$via")
+            # A real CLI is not deterministic under load: a failed run is run once more, and a
+            # pass on the second run is reported with the first run's failure, never hidden.
+            first=
+            case $why in NA | SKIP | '') ;; *) first=$why why=$(check "$scenario" "$via") ;; esac
             took=$((SECONDS - started))
             case $why in
                 NA) continue ;;
-                '') result=ok passed=$((passed + 1)) ;;
+                '') result=ok passed=$((passed + 1))
+                    [ -z "$first" ] || { result="ok on a second run (the first: $(printf '%s' "$first" | tr '\n|' '  ' | head -c 300))" retried=$((retried + 1)); } ;;
                 SKIP) result="n/a ($cli never resumes)" skipped=$((skipped + 1)) ;;
                 *) result="FAILED: $(printf '%s' "$why" | tr '\n|' '  ' | head -c 300)" failed=$((failed + 1)) ;;
             esac
@@ -856,5 +864,6 @@ for cli in $CLIS; do
         done
     done
 done
+[ "$retried" = 0 ] || echo "$retried of the passed passed on a second run (rows 'ok on a second run' above)"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]
