@@ -12,10 +12,10 @@ unless it ends in :rw. The image has no shell: a bind provides one.
 import argparse
 import json
 
-# Docker's default capability set (moby's oci/caps/defaults.go).
-CAPS = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
-        "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
-        "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"]
+# The capabilities the seccomp profile was resolved for (oci_seccomp.py, beside this file).
+from oci_seccomp import DEFAULT_CAPS
+
+CAPS = sorted(DEFAULT_CAPS)
 
 
 def bind(spec):
