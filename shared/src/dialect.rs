@@ -13,6 +13,8 @@ use std::fmt;
 use serde::Deserialize;
 
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
+use crate::event::Events;
+pub use crate::event::Tokens;
 
 /// What a runtime's stream says, line by line.
 pub trait Dialect {
@@ -22,7 +24,11 @@ pub trait Dialect {
     /// Reads one complete, non-blank line. `Err` names a row the dialect had to read and could
     /// not (envelope drift); the run then fails as `malformed_stream`, but reading goes on so
     /// that usage and the session id are still collected.
-    fn line(&mut self, line: &[u8]) -> Result<(), Drift>;
+    ///
+    /// What the row says beyond the verdict (tool calls and results, text, usage, retries) is
+    /// reported to `events` as it is read (see [`crate::event`]); tool calls and results always,
+    /// the rest only when [`Events::writing`] (so the fast path stays fast).
+    fn line(&mut self, line: &[u8], events: &mut Events) -> Result<(), Drift>;
 
     /// Judges the bytes after the last newline of a stream that ended without one: a row whose
     /// writer was cut off, even when the bytes happen to parse (the CLIs end every row with a
@@ -224,41 +230,7 @@ pub struct TokenFields {
 
 impl From<TokenFields> for Tokens {
     fn from(fields: TokenFields) -> Tokens {
-        Tokens {
-            input: fields.input_tokens,
-            output: fields.output_tokens,
-        }
-    }
-}
-
-/// Prompt and answer tokens.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Tokens {
-    pub input: u64,
-    pub output: u64,
-}
-
-impl Tokens {
-    /// Adds `more`, saturating (a hostile stream cannot wrap the count).
-    pub fn add(&mut self, more: Tokens) {
-        self.input = self.input.saturating_add(more.input);
-        self.output = self.output.saturating_add(more.output);
-    }
-
-    /// Keeps the larger figure on each axis.
-    pub fn at_least(&mut self, seen: Tokens) {
-        self.input = self.input.max(seen.input);
-        self.output = self.output.max(seen.output);
-    }
-
-    /// The envelope's usage, with no cost.
-    pub fn usage(self, source: UsageSource) -> Usage {
-        Usage {
-            input_tokens: self.input,
-            output_tokens: self.output,
-            cost_usd: None,
-            source,
-        }
+        Tokens::io(fields.input_tokens, fields.output_tokens)
     }
 }
 
@@ -342,21 +314,9 @@ mod tests {
     fn sums_saturate_and_remember_whether_anything_was_counted() {
         let mut sum = MessageSum::default();
         assert_eq!(sum.usage().source, UsageSource::None);
-        sum.add(Tokens {
-            input: u64::MAX,
-            output: 1,
-        });
-        sum.add(Tokens {
-            input: 1,
-            output: 2,
-        });
-        assert_eq!(
-            sum.tokens,
-            Tokens {
-                input: u64::MAX,
-                output: 3
-            }
-        );
+        sum.add(Tokens::io(u64::MAX, 1));
+        sum.add(Tokens::io(1, 2));
+        assert_eq!(sum.tokens, Tokens::io(u64::MAX, 3));
         assert_eq!(sum.usage().source, UsageSource::Messages);
     }
 }

@@ -8,6 +8,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+pub use crate::event::{Reported, ToolSummary, Usage, UsageSource};
 use crate::outcome::ProcessOutcome;
 
 #[derive(Debug, Serialize)]
@@ -45,6 +46,8 @@ pub struct Facts {
     pub cli_version: Option<String>,
     pub stop_reason: Option<String>,
     pub usage: Usage,
+    /// What the agent's tool calls came to (filled in by the parse driver from its tally).
+    pub tools: ToolSummary,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -112,30 +115,6 @@ error_classes! {
     /// The job changed what moot-run's `--protect` keeps (a worktree's git config or hooks, a
     /// `.git` entry, `.gitmodules`): moot-run put the originals back.
     Tampered => "tampered",
-}
-
-/// Token usage. Always reported, on failures too, as a floor of what was billed.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cost_usd: Option<f64>,
-    pub source: UsageSource,
-}
-
-/// Where the usage figures came from.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum UsageSource {
-    /// The stream carried no usage at all.
-    #[default]
-    None,
-    /// Summed over the assistant messages.
-    Messages,
-    /// A run-level rollup the runtime reported (omp's OTEL telemetry).
-    Telemetry,
-    /// The runtime's final result or turn event.
-    Result,
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ pub mod columns;
 pub mod dialect;
 pub mod env_preset;
 pub mod envelope;
+pub mod event;
 pub mod exec;
 pub mod gitmoot_result;
 pub mod model;

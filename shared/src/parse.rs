@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::dialect::{Dialect, RunFailure, Verdict};
 use crate::envelope::{Envelope, ErrorClass, Run, RunError};
+use crate::event::{End, Events};
 use crate::gitmoot_result::{self, ResultError};
 use crate::ndjson::{self, LineReader, Segment};
 use crate::outcome::{Bearing, ProcessOutcome};
@@ -87,6 +88,18 @@ pub struct ParseArgs {
     /// the parser died while its answer was draining, whatever exit status it saw.
     #[arg(long, value_name = "FILE")]
     pub completion_file: Option<PathBuf>,
+
+    /// Write the run's typed events to FILE as NDJSON while the stream is read, one flushed
+    /// line per event, so a tail shows them live (see moot(7), EVENTS). `-` writes them on
+    /// stdout instead of the envelope: `moot-parse-omp --events - < run.ndjson` replays a
+    /// capture as events.
+    #[arg(long, value_name = "FILE", conflicts_with = "text")]
+    pub events: Option<PathBuf>,
+
+    /// Print one short line per tool call, tool result and model turn on stderr, so a CI log
+    /// shows the job moving.
+    #[arg(long)]
+    pub progress: bool,
 }
 
 /// The flags as a parser gets them with none given.
@@ -103,6 +116,8 @@ impl Default for ParseArgs {
             cleanup: Vec::new(),
             activity_dir: None,
             completion_file: None,
+            events: None,
+            progress: false,
         }
     }
 }
@@ -156,7 +171,11 @@ pub fn help_footer(examples: &str) -> String {
         "\
 Output: {{\"gitmoot_result\": {{...}}|null, \"run\": {{runtime, ok, error: {{class, message, last_text}}|null,
 answer (null unless ok), session_id, provider, family, model, cli_version, stop_reason,
-usage: {{input_tokens, output_tokens, cost_usd, source}}, process, lines, bytes}}}}
+usage: {{input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens,
+cost_usd, source, reported}}, tools: {{calls, completed, failed, denied, by_kind, denials}},
+process, lines, bytes}}}}
+With --events FILE, the run's typed events (start, text, reasoning, tool_call, tool_result, usage,
+retry, error, end) go to FILE as NDJSON while the stream is read; see moot(7), EVENTS.
 
 {classes}
 
@@ -228,13 +247,14 @@ pub fn run_parser_with<D: Dialect>(
     args: &ParseArgs,
     at_end: impl FnOnce(&mut D),
 ) -> anyhow::Result<ExitCode> {
+    let mut events = events_for(tool, D::RUNTIME, args)?;
     let stdin = io::stdin().lock();
     widen_pipe(&stdin);
-    let parsed = parse_with(dialect, stdin, args, at_end)?;
+    let parsed = parse_with(dialect, stdin, args, &mut events, at_end)?;
     // Only now, with stdin ended, is the writer done with the directories (an error reading
     // stdin leaves them to the caller). They go however the verdict is delivered; the
     // completion line goes first, as its file may be in one of them.
-    let delivered = deliver(tool, parsed, args).and_then(|status| {
+    let delivered = deliver(tool, parsed, &mut events, args).and_then(|status| {
         if let Some(path) = &args.completion_file {
             acknowledge(path, status)?;
         }
@@ -246,6 +266,40 @@ pub fn run_parser_with<D: Dialect>(
         Ok(status) => Ok(ExitCode::from(status)),
         Err(error) => Err(error),
     }
+}
+
+/// The events a run's flags ask for: a tally only, or written to `--events` (a file created
+/// 0600 and truncated, or stdout for `-`), with `--progress` lines or without.
+fn events_for(tool: &str, runtime: &'static str, args: &ParseArgs) -> anyhow::Result<Events> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut events = Events::tally(runtime);
+    match args.events.as_deref() {
+        None => {}
+        Some(path) if path.as_os_str() == "-" => {
+            events = events.writing_to(Box::new(io::stdout()));
+        }
+        Some(path) => {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(path)
+                .with_context(|| format!("cannot open --events ({})", path.display()))?;
+            events = events.writing_to(Box::new(io::BufWriter::new(file)));
+        }
+    }
+    if args.progress {
+        events = events.with_progress(tool);
+    }
+    Ok(events)
+}
+
+/// Whether the events go to stdout, in place of the envelope.
+fn events_on_stdout(args: &ParseArgs) -> bool {
+    args.events
+        .as_deref()
+        .is_some_and(|path| path.as_os_str() == "-")
 }
 
 /// Writes `complete <status>` to the completion file (appended: the caller made it, and reads
@@ -297,7 +351,12 @@ fn clean_up(tool: &str, dirs: &[PathBuf]) -> bool {
 
 /// Folds in the process outcome, writes the session file and prints the verdict; returns the
 /// exit status.
-fn deliver(tool: &str, mut parsed: Parsed, args: &ParseArgs) -> anyhow::Result<u8> {
+fn deliver(
+    tool: &str,
+    mut parsed: Parsed,
+    events: &mut Events,
+    args: &ParseArgs,
+) -> anyhow::Result<u8> {
     match (&args.status_file, args.exit_code) {
         (Some(path), _) => match ProcessOutcome::read(path) {
             Ok(outcome) => parsed.fold_process(outcome),
@@ -311,6 +370,23 @@ fn deliver(tool: &str, mut parsed: Parsed, args: &ParseArgs) -> anyhow::Result<u
         (None, None) => {}
     }
     let envelope = parsed.into_envelope(!args.text || args.require_result);
+    let run = &envelope.run;
+    events.end(End {
+        ok: run.ok,
+        error_class: run.error.as_ref().map(|error| error.class.name()),
+        stop_reason: run.facts.stop_reason.as_deref(),
+        usage: &run.facts.usage,
+        tools: &run.facts.tools,
+    });
+    if let Some(error) = events.take_write_error() {
+        // On stdout the events are the output: losing them is losing the verdict.
+        if events_on_stdout(args) {
+            return Err(anyhow::Error::new(error).context("cannot write to stdout"));
+        }
+        crate::eprintln_whole!(
+            "{tool}: warning: cannot write --events: {error}; the verdict is still printed"
+        );
+    }
     if let (Some(path), Some(id), true) = (
         &args.session_file,
         &envelope.run.facts.session_id,
@@ -326,7 +402,9 @@ fn deliver(tool: &str, mut parsed: Parsed, args: &ParseArgs) -> anyhow::Result<u
             one_line(&error.message)
         );
     }
-    let out = if args.text {
+    let out = if events_on_stdout(args) {
+        String::new()
+    } else if args.text {
         envelope
             .run
             .answer
@@ -370,9 +448,10 @@ pub struct Parsed {
     bytes: u64,
 }
 
-/// Reads the whole stream (to EOF, whatever it holds) through one dialect.
+/// Reads the whole stream (to EOF, whatever it holds) through one dialect, tallying its events
+/// without writing them.
 pub fn parse<D: Dialect>(dialect: D, input: impl Read, args: &ParseArgs) -> io::Result<Parsed> {
-    parse_with(dialect, input, args, |_| {})
+    parse_with(dialect, input, args, &mut Events::tally(D::RUNTIME), |_| {})
 }
 
 /// [`parse`], handing the dialect to `at_end` between the end of the stream and its verdict
@@ -381,29 +460,30 @@ pub fn parse_with<D: Dialect>(
     mut dialect: D,
     input: impl Read,
     args: &ParseArgs,
+    events: &mut Events,
     at_end: impl FnOnce(&mut D),
 ) -> io::Result<Parsed> {
     let mut reader = LineReader::new(input, args.max_line_bytes);
     let mut drift: Option<String> = None;
-    let mut events = 0u64;
+    let mut rows = 0u64;
     let mut line_no = 0u64;
     let mut activity = args.activity_dir.as_deref();
     while let Some(segment) = reader.next_segment()? {
         line_no += 1;
         let finding = match segment {
             Segment::Line(line) | Segment::Tail(line) if ndjson::is_blank(line) => continue,
-            _ if events >= args.max_events => Err(format!(
+            _ if rows >= args.max_events => Err(format!(
                 "the stream has more than {} events (--max-events)",
                 args.max_events
             )),
             Segment::Line(line) => {
-                events += 1;
+                rows += 1;
                 dialect
-                    .line(&surrogate::replace_lone(line))
+                    .line(&surrogate::replace_lone(line), events)
                     .map_err(|drift| drift.describe(D::RUNTIME))
             }
             Segment::Tail(tail) => {
-                events += 1;
+                rows += 1;
                 dialect
                     .cut_line(&surrogate::replace_lone(tail))
                     .map_err(|drift| drift.describe(D::RUNTIME))
@@ -423,10 +503,11 @@ pub fn parse_with<D: Dialect>(
     }
     at_end(&mut dialect);
     let mut verdict = dialect.finish();
+    verdict.facts.tools = events.summary().clone();
     if let Some(message) = drift {
         verdict.failure = Some(RunFailure::new(ErrorClass::MalformedStream, message));
     }
-    if events == 0 {
+    if rows == 0 {
         verdict.failure = nothing_printed(verdict.failure.take());
     }
     Ok(Parsed {

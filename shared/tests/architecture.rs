@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 const A_RUNTIME_USES: &[&str] = &[
     "dialect",
     "envelope",
+    "event",
     "model",
     "ndjson",
     "private_file",

@@ -14,6 +14,7 @@ use std::process::{Command, Output, Stdio};
 use moot::report::one_line;
 
 #[cfg(feature = "net")]
+pub mod events;
 pub mod fake_upstream;
 pub mod fs;
 pub mod realcli;
@@ -257,6 +258,13 @@ macro_rules! parser_golden_tests {
         }
 
         #[test]
+        fn event_goldens_and_independent_counts() {
+            let bin = env!(concat!("CARGO_BIN_EXE_moot-parse-", $runtime));
+            let checked = $crate::events::check_event_goldens(bin, $runtime);
+            assert!(checked > 0, "no real capture under testdata/{}", $runtime);
+        }
+
+        #[test]
         fn model_activity_and_completion_are_published() {
             let bin = env!(concat!("CARGO_BIN_EXE_moot-parse-", $runtime));
             $crate::check_activity_and_completion(bin, $runtime);
@@ -354,7 +362,8 @@ pub fn first_model_line<D: moot::dialect::Dialect>(mut dialect: D, stream: &[u8]
         if moot::ndjson::is_blank(line) {
             continue;
         }
-        let _ = dialect.line(&moot::surrogate::replace_lone(line));
+        let mut events = moot::event::Events::tally(D::RUNTIME);
+        let _ = dialect.line(&moot::surrogate::replace_lone(line), &mut events);
         if dialect.model_spoke() {
             return Some(index);
         }

@@ -24,6 +24,7 @@ use serde_json::Value;
 use crate::dialect::{Dialect, RunFailure, Verdict};
 use crate::dialect::{Drift, Head, MessageSum, Row, TextPart, Tokens};
 use crate::envelope::{ErrorClass, Facts, UsageSource};
+use crate::event::Events;
 use crate::sniff::{opening_type, raw_field_is, raw_type_among};
 
 /// The event types every member of the family writes and this module reads.
@@ -186,7 +187,7 @@ impl<F: Flavor + Default> Default for PiFamily<F> {
 impl<F: Flavor> Dialect for PiFamily<F> {
     const RUNTIME: &'static str = F::RUNTIME;
 
-    fn line(&mut self, line: &[u8]) -> Result<(), Drift> {
+    fn line(&mut self, line: &[u8], _events: &mut Events) -> Result<(), Drift> {
         let kind = match opening_type(line).and_then(|kind| std::str::from_utf8(kind).ok()) {
             // The hot path: most lines of a long run are message_update deltas and tool
             // output. One whose type is not read, and that cannot be a malformed assistant
@@ -267,6 +268,7 @@ impl<F: Flavor> Dialect for PiFamily<F> {
                 cli_version: None,
                 stop_reason: last.stop_reason,
                 usage: usage.usage(source),
+                tools: Default::default(),
             },
             last_text: self.last_text,
             failure,
@@ -312,6 +314,7 @@ impl<F: Flavor> PiFamily<F> {
         let usage = message.usage.as_ref().map(|usage| Tokens {
             input: usage.input,
             output: usage.output,
+            ..Tokens::default()
         });
         if let Some(usage) = usage {
             self.summed.add(usage);

@@ -20,6 +20,7 @@ use serde_json::Value;
 use crate::dialect::{decode, unreadable_row, Drift, Head, MessageSum, Row, TextPart, Tokens};
 use crate::dialect::{Dialect, RunFailure, Verdict};
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
+use crate::event::Events;
 use crate::sniff::{opening_type, opens_with_unread_type, raw_has_key, raw_type_among};
 
 /// The row types this parser decodes.
@@ -94,7 +95,7 @@ struct RunResult {
 impl Dialect for Claude {
     const RUNTIME: &'static str = "claude";
 
-    fn line(&mut self, line: &[u8]) -> Result<(), Drift> {
+    fn line(&mut self, line: &[u8], _events: &mut Events) -> Result<(), Drift> {
         if is_skippable_at_a_glance(line) {
             // The partial messages are skipped too, once the model has spoken: until then they
             // are the first sign of it.
@@ -142,6 +143,7 @@ impl Dialect for Claude {
                 cli_version: self.cli_version,
                 stop_reason,
                 usage,
+                tools: Default::default(),
             },
             last_text: self.last_text,
             failure,
@@ -594,6 +596,7 @@ impl TokenUsage {
         Tokens {
             input: self.prompt_tokens(),
             output: self.output_tokens,
+            ..Tokens::default()
         }
     }
 }
@@ -658,7 +661,7 @@ mod tests {
 
     fn version_after_init(init: &[u8]) -> Option<String> {
         let mut claude = Claude::default();
-        claude.line(init).unwrap();
+        claude.line(init, &mut Events::tally("claude")).unwrap();
         claude.finish().facts.cli_version
     }
 

@@ -19,6 +19,7 @@ use serde::Deserialize;
 use crate::dialect::{cut_row_among, Dialect, RunFailure, Verdict};
 use crate::dialect::{decode, unreadable_row, Drift, Head, Row, TextPart, TokenFields, Tokens};
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
+use crate::event::Events;
 use crate::sniff::{opening_type, opens_with_unread_type, raw_type_among};
 
 /// The row types this parser decodes.
@@ -91,7 +92,7 @@ enum Turn {
 impl Dialect for Codex {
     const RUNTIME: &'static str = "codex";
 
-    fn line(&mut self, line: &[u8]) -> Result<(), Drift> {
+    fn line(&mut self, line: &[u8], _events: &mut Events) -> Result<(), Drift> {
         if !self.spoke {
             self.spoke = starts_model_item(line);
         }
@@ -134,6 +135,7 @@ impl Dialect for Codex {
                 cli_version: None,
                 stop_reason: None,
                 usage,
+                tools: Default::default(),
             },
             last_text: self.last_text,
             failure,

@@ -37,6 +37,7 @@ use super::text::{BoundedText, PlainText, Stderr};
 use crate::dialect::{decode, Drift, Row, TextPart, TokenFields, Tokens};
 use crate::dialect::{Dialect, RunFailure, Verdict};
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
+use crate::event::Events;
 use crate::sniff::raw_field_is;
 
 /// The rows this reader must read, as its messages name them.
@@ -128,7 +129,7 @@ impl Kimi {
 impl Dialect for Kimi {
     const RUNTIME: &'static str = "kimi";
 
-    fn line(&mut self, line: &[u8]) -> Result<(), Drift> {
+    fn line(&mut self, line: &[u8], _events: &mut Events) -> Result<(), Drift> {
         let head = match serde_json::from_slice::<Head<'_>>(line) {
             Ok(head) => head,
             Err(_) if is_json(line) => return unidentified(line),
@@ -204,6 +205,7 @@ impl Dialect for Kimi {
                 usage: self
                     .usage
                     .map_or_else(Usage::default, |tokens| tokens.usage(UsageSource::Messages)),
+                tools: Default::default(),
             },
             last_text: self.last_text,
             failure,
@@ -529,7 +531,7 @@ mod tests {
     fn the_version_line_names_the_version_and_a_reshaped_one_costs_only_the_version() {
         let version = |line: &[u8]| {
             let mut kimi = Kimi::default();
-            kimi.line(line).unwrap();
+            kimi.line(line, &mut Events::tally("kimi")).unwrap();
             kimi.finish().facts.cli_version
         };
         let line = br#"{"role":"meta","type":"system.version","version":"2.1.0"}"#;

@@ -40,6 +40,7 @@ impl Flavor for OmpFlavor {
             rollup: end.telemetry.and_then(|t| t.usage).map(|usage| Tokens {
                 input: usage.input_tokens,
                 output: usage.output_tokens,
+                ..Tokens::default()
             }),
         }
     }

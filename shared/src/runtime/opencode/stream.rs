@@ -22,6 +22,7 @@ use serde::Deserialize;
 use crate::dialect::{cut_row_among, TextPart, Tokens};
 use crate::dialect::{decode, unreadable_row, Dialect, Drift, Head, Row, RunFailure, Verdict};
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
+use crate::event::Events;
 use crate::sniff::{opening_type, opens_with_unread_type, raw_type_among};
 
 /// The row types this parser decodes, each of which can change the verdict: a line that names
@@ -69,7 +70,7 @@ struct Spent {
 impl Dialect for Opencode {
     const RUNTIME: &'static str = "opencode";
 
-    fn line(&mut self, line: &[u8]) -> Result<(), Drift> {
+    fn line(&mut self, line: &[u8], _events: &mut Events) -> Result<(), Drift> {
         if opens_with_unread_type(line, READ) {
             self.spoke |= opening_type(line) == Some(REASONING);
             return Ok(());
@@ -121,6 +122,7 @@ impl Dialect for Opencode {
                 cli_version: None,
                 stop_reason,
                 usage,
+                tools: Default::default(),
             },
             failure,
             answer: self.text.unwrap_or_default(),
@@ -194,6 +196,7 @@ impl Opencode {
             spent.tokens.add(Tokens {
                 input: tokens.prompt(),
                 output: tokens.completion(),
+                ..Tokens::default()
             });
             spent.cost += part.cost.unwrap_or(0.0);
         }
