@@ -9,7 +9,8 @@
 #   MOOT_PROVIDER_KEY_FILE  the file (0600, yours) holding the provider's key
 #   MOOT_PROVIDER_CA        optional: a PEM file of the private CA the provider's certificate is under
 #   MOOT_JOB_DIR            optional: an empty directory of yours (mode 0700) where the run's
-#                           files are kept: run.ndjson (the transcript), status, verdict.json
+#                           files are kept: run.ndjson (the transcript), status, verdict.json,
+#                           events.ndjson (what the agent did: moot(7), EVENTS)
 #                           (default: a new temporary one, removed when the job passes)
 #   MOOT_SEAT_USER          optional, for a job that runs as root: USER[:GROUP] the agent runs
 #                           as (nobody:nogroup), which must be able to write the worktree
@@ -45,16 +46,17 @@ trap 'rm -rf "$state"' EXIT
 # The verdict is for you alone, even in a stage the seat's user may enter.
 (umask 077 && : >"$stage/verdict.json")
 
-moot-render omp --policy workspace-write --seat --deadline 600 --stage-dir "$stage/p" \
-    ${seat_user:+--stage-user "$seat_user"} --cwd "$worktree" --add-dir "$worktree" \
-    --prompt-file "$job" |
+moot-render omp --policy workspace-write --seat --stream --deadline 600 \
+    --stage-dir "$stage/p" ${seat_user:+--stage-user "$seat_user"} \
+    --cwd "$worktree" --add-dir "$worktree" --prompt-file "$job" |
   moot-broker --forward "$provider" --key-file "$key" ${ca:+--upstream-ca "$ca"} -- \
   moot-run --deadline 600 --cwd "$worktree" --transcript "$stage/run.ndjson" \
     --status-file "$stage/status" --env-preset omp --protect "$worktree" --cleanup "$stage/p" \
     --stdin-argv -- \
     moot-sandbox --profile omp --state "$state" ${seat_user:+--user "$seat_user"} \
       --rw "$worktree" --ro-try "$stage/p" -- |
-  moot-parse-omp --status-file "$stage/status" >"$stage/verdict.json" ||
+  moot-parse-omp --status-file "$stage/status" --events "$stage/events.ndjson" --progress \
+    >"$stage/verdict.json" ||
   fail "the run failed (the first line above says why); its files are in $stage"
 
 # The sandbox lets the agent write only the worktree, and an agent that was denied a write

@@ -58,7 +58,7 @@ seat_user=${MOOT_SEAT_USER:-}
 [ -z "$seat_user" ] || chmod 711 "$out"
 trap 'rm -rf "$out/state"' EXIT
 # shellcheck disable=SC2086 # $keep and the parser's flags are words (not globbed: set -f)
-moot-render "$runtime" --policy workspace-write --seat --deadline "$deadline" \
+moot-render "$runtime" --policy workspace-write --seat --stream --deadline "$deadline" \
     --stage-dir "$out/p" ${seat_user:+--stage-user "$seat_user"} --cwd "$worktree" \
     --add-dir "$worktree" --prompt-file "$prompt" |
   moot-broker --forward "$provider" "$@" -- \
@@ -68,7 +68,7 @@ moot-render "$runtime" --policy workspace-write --seat --deadline "$deadline" \
     moot-sandbox --profile "$runtime" --state "$out/state" ${seat_user:+--user "$seat_user"} \
       --rw "$worktree" --ro-try "$out/p" -- |
   "$parser" --status-file "$out/status" ${cli_err:+--stderr-file "$cli_err"} \
-    ${MOOT_PARSER_FLAGS:-} >"$out/envelope.json" ||
+    --events "$out/events.ndjson" --progress ${MOOT_PARSER_FLAGS:-} >"$out/envelope.json" ||
   fail "the run failed (the first line above says why); its files are in $out"
 # An agent denied a write may still report success: its work did not happen. Any denial in the
 # transcript fails the job (the envelope stays as the parser wrote it), as examples/ci-job.sh

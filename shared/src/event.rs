@@ -411,6 +411,15 @@ impl Events {
         self
     }
 
+    /// Flushes and closes the output (a pipe's reader then sees its end).
+    pub fn close_output(&mut self) {
+        if let Some(mut out) = self.out.take() {
+            if let Err(error) = out.flush() {
+                self.write_error.get_or_insert(error);
+            }
+        }
+    }
+
     /// Whether events are being written: a dialect decodes rows it needs only for events
     /// (text, reasoning) when this is true, and keeps its fast path otherwise.
     pub fn writing(&self) -> bool {

@@ -12,6 +12,7 @@ pub mod env_preset;
 pub mod envelope;
 pub mod event;
 pub mod exec;
+pub mod exporter;
 pub mod gitmoot_result;
 pub mod model;
 pub mod ndjson;

@@ -20,6 +20,7 @@ use serde_json::Value;
 use crate::dialect::{Dialect, RunFailure, Verdict};
 use crate::envelope::{Envelope, ErrorClass, Run, RunError};
 use crate::event::{End, Events};
+use crate::exporter::{Exporter, Tee};
 use crate::gitmoot_result::{self, ResultError};
 use crate::ndjson::{self, LineReader, Segment};
 use crate::outcome::{Bearing, ProcessOutcome};
@@ -93,13 +94,24 @@ pub struct ParseArgs {
     /// line per event, so a tail shows them live (see moot(7), EVENTS). `-` writes them on
     /// stdout instead of the envelope: `moot-parse-omp --events - < run.ndjson` replays a
     /// capture as events.
-    #[arg(long, value_name = "FILE", conflicts_with = "text")]
+    #[arg(long, value_name = "FILE", value_parser = events_target)]
     pub events: Option<PathBuf>,
 
     /// Print one short line per tool call, tool result and model turn on stderr, so a CI log
     /// shows the job moving.
     #[arg(long)]
     pub progress: bool,
+
+    /// Send the run as one OpenTelemetry trace over OTLP/HTTP (protobuf) to the collector at URL
+    /// (`/v1/traces` is added unless the URL ends with it; headers from
+    /// OTEL_EXPORTER_OTLP_HEADERS), through moot-otlp. A trace that cannot be sent is one warning
+    /// line; the verdict and the exit status are unchanged.
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+
+    /// Write the run's trace as OTLP/JSON to FILE, through moot-otlp.
+    #[arg(long, value_name = "FILE")]
+    pub otlp_file: Option<PathBuf>,
 }
 
 /// The flags as a parser gets them with none given.
@@ -118,6 +130,8 @@ impl Default for ParseArgs {
             completion_file: None,
             events: None,
             progress: false,
+            otlp_endpoint: None,
+            otlp_file: None,
         }
     }
 }
@@ -247,7 +261,8 @@ pub fn run_parser_with<D: Dialect>(
     args: &ParseArgs,
     at_end: impl FnOnce(&mut D),
 ) -> anyhow::Result<ExitCode> {
-    let mut events = events_for(tool, D::RUNTIME, args)?;
+    check_flags(args)?;
+    let (mut events, exporter) = events_for(tool, D::RUNTIME, args);
     let stdin = io::stdin().lock();
     widen_pipe(&stdin);
     let parsed = parse_with(dialect, stdin, args, &mut events, at_end)?;
@@ -255,6 +270,10 @@ pub fn run_parser_with<D: Dialect>(
     // stdin leaves them to the caller). They go however the verdict is delivered; the
     // completion line goes first, as its file may be in one of them.
     let delivered = deliver(tool, parsed, &mut events, args).and_then(|status| {
+        events.close_output();
+        if let Some(Err(why)) = exporter.map(Exporter::finish) {
+            crate::eprintln_whole!("{tool}: warning: the run's trace was not exported ({why})");
+        }
         if let Some(path) = &args.completion_file {
             acknowledge(path, status)?;
         }
@@ -268,31 +287,77 @@ pub fn run_parser_with<D: Dialect>(
     }
 }
 
-/// The events a run's flags ask for: a tally only, or written to `--events` (a file created
-/// 0600 and truncated, or stdout for `-`), with `--progress` lines or without.
-fn events_for(tool: &str, runtime: &'static str, args: &ParseArgs) -> anyhow::Result<Events> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut events = Events::tally(runtime);
-    match args.events.as_deref() {
-        None => {}
-        Some(path) if path.as_os_str() == "-" => {
-            events = events.writing_to(Box::new(io::stdout()));
-        }
-        Some(path) => {
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(path)
-                .with_context(|| format!("cannot open --events ({})", path.display()))?;
-            events = events.writing_to(Box::new(io::BufWriter::new(file)));
-        }
+/// `--events`' value: a file, or `-` for stdout. Nothing else is checked here: `--events -`
+/// with `--text` is refused by [`check_flags`], as both would print on stdout.
+fn events_target(value: &str) -> Result<PathBuf, String> {
+    if value.is_empty() {
+        return Err("an empty path (give a file, or - for stdout)".into());
     }
+    Ok(PathBuf::from(value))
+}
+
+/// Flag combinations clap cannot express: `--events -` and `--text` both want stdout.
+pub fn check_flags(args: &ParseArgs) -> anyhow::Result<()> {
+    if args.text && events_on_stdout(args) {
+        anyhow::bail!(
+            "--events - prints the events on stdout, where --text prints the answer: give --events a file"
+        );
+    }
+    Ok(())
+}
+
+/// The events a run's flags ask for: a tally only, or written to `--events` (a file created
+/// 0600 and truncated, or stdout for `-`) and/or to a moot-otlp child (`--otlp-*`), with
+/// `--progress` lines or without.
+///
+/// Events and traces are side outputs: a file that cannot be opened or an exporter that cannot
+/// start is one warning line, and the stream is still read and its verdict printed, since the
+/// CLI writing into this parser's stdin has no one else to hand its stream to.
+fn events_for(tool: &str, runtime: &'static str, args: &ParseArgs) -> (Events, Option<Exporter>) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let warn = |error: anyhow::Error| {
+        crate::eprintln_whole!("{tool}: warning: {}", one_line(&format!("{error:#}")));
+    };
+    let primary: Option<Box<dyn Write>> = match args.events.as_deref() {
+        None => None,
+        Some(path) if path.as_os_str() == "-" => Some(Box::new(io::stdout())),
+        Some(path) => std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(path)
+            .with_context(|| {
+                format!(
+                    "cannot open --events ({}), no events written",
+                    path.display()
+                )
+            })
+            .map_err(warn)
+            .ok()
+            .map(|file| Box::new(io::BufWriter::new(file)) as Box<dyn Write>),
+    };
+    let (exporter, pipe) = if args.otlp_endpoint.is_some() || args.otlp_file.is_some() {
+        match Exporter::spawn(args.otlp_endpoint.as_deref(), args.otlp_file.as_deref()) {
+            Ok((exporter, pipe)) => (Some(exporter), Some(pipe)),
+            Err(error) => {
+                warn(error.context("no trace exported"));
+                (None, None)
+            }
+        }
+    } else {
+        (None, None)
+    };
+    let mut events = Events::tally(runtime);
+    events = match (primary, pipe) {
+        (None, None) => events,
+        (Some(primary), None) => events.writing_to(primary),
+        (primary, exporter) => events.writing_to(Box::new(Tee { primary, exporter })),
+    };
     if args.progress {
         events = events.with_progress(tool);
     }
-    Ok(events)
+    (events, exporter)
 }
 
 /// Whether the events go to stdout, in place of the envelope.
