@@ -335,8 +335,9 @@ def main():
 
     print("## Parser throughput (median wall time of the whole pipe, `cat FILE | tool`)\n")
     print("| parser | stream | `cat \\| wc -l` | `cat \\| wc -l`, 1 MiB pipe | parser | jq "
-          "| parser MiB/s | vs wc -l | vs wc -l, 1 MiB pipe | vs jq |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| parser MiB/s | vs wc -l | vs wc -l, 1 MiB pipe | vs jq | parser `--events FILE` "
+          "| `--events` costs |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     rss_rows = []
     for tool in PARSERS:
         dialect = dialect_of(tool)
@@ -347,6 +348,9 @@ def main():
             wc = median_piped(path, ["wc", "-l"], args.reps)
             wc_wide = median_piped(path, ["wc", "-l"], args.reps, WIDE_PIPE_BYTES)
             ours = median_piped(path, [parser], args.reps)
+            # The typed events written as the stream is read (shared/src/event.rs), to a file.
+            events_file = os.path.join(args.data, f"{dialect}.events")
+            with_events = median_piped(path, [parser, "--events", events_file], args.reps)
             # jq is ~50x slower; fewer repetitions on the large stream keep `make bench` short.
             jq_reps = args.reps if size <= 100 else 1
             theirs = median_of(f"{jq} -c '{select(dialect)}' {path}", jq_reps) if jq else None
@@ -354,15 +358,16 @@ def main():
             vs_jq = f"{theirs / ours:.0f}x" if theirs else "n/a"
             print(f"| {tool} | {mib:.0f} MiB | {wc:.3f} s | {wc_wide:.3f} s | {ours:.3f} s | "
                   f"{jq_cell} | {mib / ours:.0f} | {wc / ours:.0%} | {wc_wide / ours:.0%} | "
-                  f"{vs_jq} |")
-            rss_rows.append((tool, mib, peak_rss_kib(f"{parser} < {path}"), longest_line(path)))
+                  f"{vs_jq} | {with_events:.3f} s | {with_events / ours - 1:+.0%} |")
+            rss_rows.append((tool, mib, peak_rss_kib(f"{parser} < {path}"), longest_line(path),
+                             peak_rss_kib(f"{parser} --events {events_file} < {path}")))
 
     print("\n## Peak RSS (/usr/bin/time -v)\n")
-    print("| parser | stream | peak RSS | longest line | RSS - longest line |")
-    print("|---|---|---|---|---|")
-    for tool, mib, rss, longest in rss_rows:
+    print("| parser | stream | peak RSS | longest line | RSS - longest line | peak RSS, `--events` |")
+    print("|---|---|---|---|---|---|")
+    for tool, mib, rss, longest, rss_events in rss_rows:
         print(f"| {tool} | {mib:.0f} MiB | {rss / 1024:.1f} MiB | {longest / 2**20:.1f} MiB | "
-              f"{(rss * 1024 - longest) / 2**20:.1f} MiB |")
+              f"{(rss * 1024 - longest) / 2**20:.1f} MiB | {rss_events / 1024:.1f} MiB |")
 
     scratch = os.path.join(args.data, "scratch")
     os.makedirs(scratch, exist_ok=True)

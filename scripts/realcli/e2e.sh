@@ -73,6 +73,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 
     { echo "e2e: openssl could not make the fake model's certificate: $(head -c 300 "$work/tls/openssl.log")" >&2; exit 1; }
 echo plain >"$scenario_file"
 "$MOOT_BIN/moot-doctor" --serve --scenario-file "$scenario_file" --dump-dir "$dump" \
+    --log "$work/requests.ndjson" \
     --require-key-file "$work/provider.key" --tls-cert "$ca" --tls-key "$work/tls/key.pem" \
     >"$work/fake.origin" 2>"$work/fake.log" &
 fake_pid=$!
@@ -173,8 +174,10 @@ run_adapter() {
 pipeline_text() {
     local key_source='--key-file "$key"'
     [ -z "$key_env" ] || key_source="--key-env $key_env"
-    sed -n "/^moot-render $job_runtime --policy/,/^  moot-parse-$job_runtime/p" "$root/examples/ci-job.sh" |
-        sed -e 's# >"\$stage/verdict.json" ||$##' |
+    # The job's pipeline up to its verdict, each command's continued lines joined into one.
+    sed -n "/^moot-render $job_runtime --policy/,/verdict.json\" ||\$/p" "$root/examples/ci-job.sh" |
+        sed -e ':a' -e '/\\$/N' -e 's/\\\n *//' -e 'ta' |
+        sed -e 's# *>"\$stage/verdict.json" ||$##' |
         sed -e "s|moot-render $job_runtime |moot-render $runtime |" \
             -e "s|--env-preset $job_runtime|--env-preset $runtime ${keep:+--keep $keep}|" \
             -e "s|--profile $job_runtime|--profile $runtime|" \
@@ -202,6 +205,8 @@ run_pipeline() {
     fi
     # One private state a CLI (the job's $state), kept between the runs of a scenario. Started
     # outside the worktree, as a CI job is: moot-run --cwd puts the CLI there.
+    run_stage=$stage
+    requests_before=$(wc -l <"$work/requests.ndjson" 2>/dev/null || echo 0)
     (cd "$work" && worktree=$ws job=$ws/job.md stage=$stage state=$work/state/$cli \
         provider=$provider key=$work/provider.key ca=$ca sh -c "$text") >"$out" 2>"$err"
     status=$?
@@ -361,6 +366,34 @@ attempt("exited", pids)
 PY
 }
 
+# events_show STATUS: the pipeline's last run (its events.ndjson, moot(7) EVENTS) shows one
+# execute call that ended STATUS (completed, denied), between a start and an end, and the
+# usage its envelope gives is the sum of what the fake model's replies to the run reported
+# (its --log). Echoes what differs.
+events_show() {
+    [ "$via" = pipeline ] || return 0
+    python3 - "$run_stage/events.ndjson" "$work/requests.ndjson" "$requests_before" "$1" <<'PY'
+import json, sys
+events_file, log, before, status = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+try:
+    events = [json.loads(line) for line in open(events_file) if line.strip()]
+except (OSError, ValueError) as e:
+    sys.exit(print(f"no readable events: {e}"))
+if not events or events[0]["type"] != "start" or events[-1]["type"] != "end":
+    sys.exit(print(f"the events do not run from start to end: {[e['type'] for e in events]}"))
+calls = [e for e in events if e["type"] == "tool_call" and e["kind"] == "execute"]
+results = [e for e in events if e["type"] == "tool_result" and e["id"] in {c["id"] for c in calls}]
+if len(calls) != 1 or [r["status"] for r in results] != [status]:
+    sys.exit(print(f"want one execute call {status}: calls {calls}, results {results}"))
+sent = [json.loads(line).get("usage") for line in list(open(log))[before:]]
+sent = [u for u in sent if u]
+want = (sum(u["input_tokens"] for u in sent), sum(u["output_tokens"] for u in sent))
+usage = events[-1]["usage"]
+if (usage["input_tokens"], usage["output_tokens"]) != want:
+    sys.exit(print(f"usage {usage['input_tokens']} in, {usage['output_tokens']} out; the fake model sent {want[0]} in, {want[1]} out in {len(sent)} replies"))
+PY
+}
+
 # check SCENARIO PATH: runs one scenario through one path; echoes the reason on failure.
 check() {
     local scenario=$1 via=$2
@@ -379,6 +412,8 @@ check() {
                 echo "exit $status, file made: $([ -e "$ws/created_by_agent.txt" ] && echo yes || echo no): $(head -c 300 "$err")"
             elif [ -n "$SEAT_USER" ] && [ "$(stat -c %U:%G "$ws/created_by_agent.txt")" != "$SEAT_USER" ]; then
                 echo "the agent wrote as $(stat -c %U:%G "$ws/created_by_agent.txt"), not as $SEAT_USER"
+            else
+                events_show completed
             fi
             ;;
         outside)
@@ -388,6 +423,8 @@ check() {
                 echo "a write outside the workspace landed"
             elif [ ! -e "$ws/inside.txt" ]; then
                 echo "the command never ran (exit $status): $(head -c 300 "$err")"
+            else
+                events_show denied
             fi
             ;;
         example)

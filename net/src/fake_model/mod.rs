@@ -106,6 +106,15 @@ pub struct Request {
     pub tool_results: usize,
     /// What the server answered (model calls).
     pub plan: Option<Plan>,
+    /// The token counts the reply reports (model calls): what a CLI's usage must add up to.
+    pub usage: Option<SentUsage>,
+}
+
+/// The usage a reply reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct SentUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
 }
 
 /// A fake model server running on its own thread; dropping it stops the server.

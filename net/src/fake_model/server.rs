@@ -317,6 +317,12 @@ fn answer(shared: &Shared, record: &mut Request, route: &str, raw: &[u8], line: 
         .planner
         .plan(&scenario, &call, shared.attempt(&scenario));
     record.plan = Some(plan.clone());
+    // An error or a dropped stream reports no usage; a text or a tool call does.
+    record.usage =
+        matches!(plan, Plan::Text { .. } | Plan::Tool { .. }).then_some(super::SentUsage {
+            input_tokens: stamp.input_tokens,
+            output_tokens: stamp.output_tokens,
+        });
     encode(&call, &plan, &stamp)
 }
 
