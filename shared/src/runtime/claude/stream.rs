@@ -8,7 +8,14 @@
 //! types are read: `system` (subtype `init`: the session and model; `api_retry`: a retry in
 //! flight), `assistant` (the model, the last text for diagnosis, a usage floor) and `result`.
 //! Every other row (`user`, `stream_event` deltas, other `system` subtypes, types to come) is
-//! skipped whether or not it decodes; a row of those three that does not decode fails the run.
+//! skipped by the verdict whether or not it decodes; a row of those three that does not decode
+//! fails the run.
+//!
+//! Events (see [`crate::event`]) come from the same rows: tool calls from the assistant rows'
+//! `tool_use` parts, their results from the `user` rows' `tool_result` parts (decoded leniently:
+//! a user row never changes the verdict), refusals of Claude Code's own permission layer from
+//! `system/permission_denied` rows and the user rows' `tool_result_meta`, usage per message from
+//! the assistant rows and the run's total (with its cost) from the result row.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -20,8 +27,67 @@ use serde_json::Value;
 use crate::dialect::{decode, unreadable_row, Drift, Head, MessageSum, Row, TextPart, Tokens};
 use crate::dialect::{Dialect, RunFailure, Verdict};
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
-use crate::event::Events;
+use crate::event::{Events, ToolKind, ToolOutcome};
 use crate::sniff::{opening_type, opens_with_unread_type, raw_has_key, raw_type_among};
+
+/// Claude Code's own tools by kind (ACP's words, as Anthropic's ACP adapter gives them where it
+/// names one). Tools that would fall to a misleading shared word (`CronDelete` is no file
+/// deletion, `ReportFindings` no search) are named here as `other`; MCP tools (`mcp__*`) fall
+/// through to the shared words.
+pub const TOOL_KINDS: &[(&str, ToolKind)] = &[
+    ("Bash", ToolKind::Execute),
+    ("BashOutput", ToolKind::Execute),
+    ("KillShell", ToolKind::Execute),
+    ("KillBash", ToolKind::Execute),
+    ("Read", ToolKind::Read),
+    ("NotebookRead", ToolKind::Read),
+    ("Edit", ToolKind::Edit),
+    ("MultiEdit", ToolKind::Edit),
+    ("Write", ToolKind::Edit),
+    ("NotebookEdit", ToolKind::Edit),
+    ("Glob", ToolKind::Search),
+    ("Grep", ToolKind::Search),
+    ("LS", ToolKind::Search),
+    ("WebFetch", ToolKind::Fetch),
+    ("WebSearch", ToolKind::Fetch),
+    ("Task", ToolKind::Think),
+    ("Agent", ToolKind::Think),
+    ("TodoRead", ToolKind::Think),
+    ("TodoWrite", ToolKind::Think),
+    ("TaskCreate", ToolKind::Think),
+    ("TaskUpdate", ToolKind::Think),
+    ("TaskList", ToolKind::Think),
+    ("TaskGet", ToolKind::Think),
+    ("TaskStop", ToolKind::Other),
+    ("ExitPlanMode", ToolKind::Other),
+    ("EnterPlanMode", ToolKind::Other),
+    ("EnterWorktree", ToolKind::Other),
+    ("ExitWorktree", ToolKind::Other),
+    ("CronCreate", ToolKind::Other),
+    ("CronDelete", ToolKind::Other),
+    ("CronList", ToolKind::Other),
+    ("ListAgents", ToolKind::Other),
+    ("SendMessage", ToolKind::Other),
+    ("ScheduleWakeup", ToolKind::Other),
+    ("ReportFindings", ToolKind::Other),
+    ("ToolSearch", ToolKind::Other),
+    ("Skill", ToolKind::Other),
+    ("SlashCommand", ToolKind::Other),
+    ("Workflow", ToolKind::Other),
+    ("Monitor", ToolKind::Other),
+];
+
+/// The name a result is counted under when its call was never seen (a stream that began late).
+const UNKNOWN_TOOL: &str = "unknown";
+
+/// At most this many refusals announced by `system/permission_denied` rows wait for their
+/// result; a stream that never brings them cannot grow the set.
+const MAX_PENDING_REFUSALS: usize = 16;
+
+/// What Claude Code's permission layer writes as the result of a call it did not run (older
+/// versions, before `tool_result_meta`): "Claude requested permissions to use Bash, but you
+/// haven't granted it yet."
+const NOT_GRANTED: &str = "you haven't granted it yet";
 
 /// The row types this parser decodes.
 const READ: &[&str] = &["system", "assistant", "result"];
@@ -60,6 +126,9 @@ pub struct Claude {
     past_result: bool,
     /// A main-thread model event (text, thinking or a tool call) has been read.
     spoke: bool,
+    /// Calls Claude Code's permission layer refused (`system/permission_denied`), until their
+    /// result comes.
+    refused: Vec<String>,
 }
 
 /// The content a model produces, as block and delta types name it: a stream event or a
@@ -95,19 +164,21 @@ struct RunResult {
 impl Dialect for Claude {
     const RUNTIME: &'static str = "claude";
 
-    fn line(&mut self, line: &[u8], _events: &mut Events) -> Result<(), Drift> {
+    fn line(&mut self, line: &[u8], events: &mut Events) -> Result<(), Drift> {
         if is_skippable_at_a_glance(line) {
-            // The partial messages are skipped too, once the model has spoken: until then they
-            // are the first sign of it.
-            if !self.spoke && opening_type(line) == Some(b"stream_event") {
-                self.spoke = streams_model_content(line);
+            match opening_type(line) {
+                // The partial messages are skipped too, once the model has spoken: until then
+                // they are the first sign of it.
+                Some(b"stream_event") if !self.spoke => self.spoke = streams_model_content(line),
+                Some(b"user") => self.user(line, events),
+                _ => {}
             }
             return Ok(());
         }
         if line.trim_ascii_start().starts_with(b"[") {
-            return self.array(line);
+            return self.array(line, events);
         }
-        self.row(line)
+        self.row(line, events)
     }
 
     fn cut_line(&self, tail: &[u8]) -> Result<(), Drift> {
@@ -155,7 +226,7 @@ impl Dialect for Claude {
 impl Claude {
     /// `--output-format json --verbose` prints every row as one JSON array on one line; each
     /// element is read exactly as the same row in stream-json would be.
-    fn array(&mut self, line: &[u8]) -> Result<(), Drift> {
+    fn array(&mut self, line: &[u8], events: &mut Events) -> Result<(), Drift> {
         let rows = match serde_json::from_slice::<Vec<Value>>(line) {
             Ok(rows) => rows,
             Err(_) => return unidentified(line),
@@ -164,7 +235,7 @@ impl Claude {
         for (index, row) in rows.iter().enumerate() {
             let finding = serde_json::to_vec(row)
                 .map_err(|e| Drift::undecodable(Row::Named("an array element"), &e))
-                .and_then(|bytes| self.row(&bytes));
+                .and_then(|bytes| self.row(&bytes, events));
             if let Err(drift) = finding {
                 first_error.get_or_insert(Drift::InArray {
                     index: index + 1,
@@ -175,18 +246,29 @@ impl Claude {
         first_error.map_or(Ok(()), Err)
     }
 
-    fn row(&mut self, row: &[u8]) -> Result<(), Drift> {
+    fn row(&mut self, row: &[u8], events: &mut Events) -> Result<(), Drift> {
         let head = match serde_json::from_slice::<TypeAndSubtype<'_>>(row) {
             Ok(head) => head,
             Err(_) => return unidentified(row),
         };
         match (head.kind.as_deref(), head.subtype.as_deref()) {
-            (Some("system"), Some("init")) => self.init(decode(row, || Row::typed("system/init"))?),
-            (Some("system"), Some("api_retry")) => {
-                self.retry(decode(row, || Row::typed("system/api_retry"))?)
+            (Some("system"), Some("init")) => {
+                self.init(decode(row, || Row::typed("system/init"))?, events)
             }
-            (Some("assistant"), _) => self.assistant(decode(row, || Row::typed("assistant"))?)?,
-            (Some("result"), _) => self.result(decode(row, || Row::typed("result"))?)?,
+            (Some("system"), Some("api_retry")) => {
+                self.retry(decode(row, || Row::typed("system/api_retry"))?, events)
+            }
+            // Read for the events only: one that does not decode changes nothing.
+            (Some("system"), Some("permission_denied")) => {
+                if let Ok(denied) = serde_json::from_slice::<PermissionDenied<'_>>(row) {
+                    self.permission_denied(denied);
+                }
+            }
+            (Some("assistant"), _) => {
+                self.assistant(decode(row, || Row::typed("assistant"))?, events)?
+            }
+            (Some("result"), _) => self.result(decode(row, || Row::typed("result"))?, events)?,
+            (Some("user"), _) => self.user(row, events),
             // Only until the model has spoken: the verdict never reads these partial messages.
             (Some("stream_event"), _) if !self.spoke => self.spoke = streams_model_content(row),
             _ => {}
@@ -194,7 +276,7 @@ impl Claude {
         Ok(())
     }
 
-    fn init(&mut self, row: Init<'_>) {
+    fn init(&mut self, row: Init<'_>, events: &mut Events) {
         if let Some(id) = row.session_id.filter(|id| !id.is_empty()) {
             self.session_id = Some(id.into_owned());
         }
@@ -202,9 +284,15 @@ impl Claude {
         self.cli_version = row
             .claude_code_version
             .and_then(|version| version.as_str().map(str::to_owned));
+        events.start(
+            self.cli_version.as_deref(),
+            self.init_model.as_deref(),
+            Some(PROVIDER),
+            self.session_id.as_deref(),
+        );
     }
 
-    fn retry(&mut self, row: ApiRetry<'_>) {
+    fn retry(&mut self, row: ApiRetry<'_>, events: &mut Events) {
         self.retries += 1;
         let mut parts = Vec::new();
         match (row.attempt, row.max_retries) {
@@ -218,14 +306,72 @@ impl Claude {
         if let Some(error) = row.error.filter(|e| !e.trim().is_empty()) {
             parts.push(format!("error {error}"));
         }
-        self.last_retry = Some(if parts.is_empty() {
+        let retry = if parts.is_empty() {
             "with no details".into()
         } else {
             parts.join(", ")
-        });
+        };
+        events.retry(&format!("api_retry {retry}"));
+        self.last_retry = Some(retry);
     }
 
-    fn assistant(&mut self, row: AssistantRow<'_>) -> Result<(), Drift> {
+    fn permission_denied(&mut self, row: PermissionDenied<'_>) {
+        let Some(id) = row.tool_use_id.filter(|id| !id.is_empty()) else {
+            return;
+        };
+        if self.refused.len() >= MAX_PENDING_REFUSALS {
+            self.refused.remove(0);
+        }
+        self.refused.push(id.into_owned());
+    }
+
+    /// A `user` row: the results of the model's tool calls, main thread and subagents alike.
+    /// Decoded leniently and for the events only: the verdict never reads a user row.
+    fn user(&mut self, row: &[u8], events: &mut Events) {
+        // A user row with no tool result (the prompt, a subagent's task) is not decoded at all.
+        if memchr::memmem::find(row, b"tool_result").is_none() {
+            return;
+        }
+        let Ok(row) = serde_json::from_slice::<UserRow<'_>>(row) else {
+            return;
+        };
+        let Some(UserContent(parts)) = row.message.and_then(|message| message.content) else {
+            return;
+        };
+        for part in parts {
+            let Some(id) = part.tool_use_id.filter(|_| part.is_tool_result) else {
+                continue;
+            };
+            let output = part
+                .content
+                .map(|ResultText(text)| text)
+                .unwrap_or_default();
+            let failed = part.is_error.unwrap_or(false);
+            let announced = self.refused.iter().position(|refused| *refused == *id);
+            if let Some(at) = announced {
+                self.refused.remove(at);
+            }
+            let refused_by_cli = announced.is_some()
+                || row
+                    .tool_result_meta
+                    .as_ref()
+                    .is_some_and(|meta| meta_rejects(meta, &id))
+                || output.contains(NOT_GRANTED);
+            events.tool_result(
+                &id,
+                UNKNOWN_TOOL,
+                TOOL_KINDS,
+                ToolOutcome {
+                    failed,
+                    exit_code: failed.then(|| exit_code(&output)).flatten(),
+                    output: &output,
+                    refused_by_cli,
+                },
+            );
+        }
+    }
+
+    fn assistant(&mut self, row: AssistantRow<'_>, events: &mut Events) -> Result<(), Drift> {
         let Some(message) = row.message else {
             return Err(Drift::Incomplete {
                 row: "an assistant row with no message".into(),
@@ -234,6 +380,25 @@ impl Claude {
         };
         if self.result.is_some() {
             self.past_result = true;
+        }
+        let content = message.content.unwrap_or_default();
+        // A subagent's tool calls act on the workspace as much as the main thread's: counted.
+        for part in content
+            .iter()
+            .filter(|part| part.kind.as_deref() == Some("tool_use"))
+        {
+            let id = part.id.as_ref().and_then(Value::as_str).unwrap_or_default();
+            let name = part
+                .name
+                .as_ref()
+                .and_then(Value::as_str)
+                .unwrap_or(UNKNOWN_TOOL);
+            events.tool_call(
+                id,
+                name,
+                TOOL_KINDS,
+                part.input.as_ref().unwrap_or(&Value::Null),
+            );
         }
         // A subagent's messages (Task tool) belong to its own thread, not to this run's answer.
         if row.parent_tool_use_id.is_some() {
@@ -247,29 +412,42 @@ impl Claude {
         if let Some(model) = message.model {
             self.model = Some(model.into_owned());
         }
-        let content = message.content.unwrap_or_default();
         self.spoke |= content
             .iter()
             .any(|part| MODEL_CONTENT.contains(&part.kind.as_deref().unwrap_or_default()));
+        if events.writing() {
+            let reasoned: usize = content
+                .iter()
+                .filter(|part| part.kind.as_deref() == Some("thinking"))
+                .filter_map(|part| part.thinking.as_ref().and_then(Value::as_str))
+                .map(|thinking| thinking.chars().count())
+                .sum();
+            events.reasoning(reasoned);
+        }
         let text: String = content
             .into_iter()
             .filter(|part| part.kind.as_deref() == Some("text"))
             .filter_map(|part| part.text)
             .collect();
+        events.text(&text);
         if !text.trim().is_empty() {
             self.last_text = Some(text);
         }
         if let Some(usage) = message.usage {
             let id = message.id.map(Cow::into_owned);
+            // Claude Code prints one row per content block, each repeating its message's usage:
+            // one turn, counted once.
             if id.is_none() || id != self.last_message_id {
-                self.summed.add(usage.tokens());
+                let turn = usage.tokens();
+                self.summed.add(turn);
+                events.turn_usage(turn, None);
             }
             self.last_message_id = id;
         }
         Ok(())
     }
 
-    fn result(&mut self, row: ResultRow<'_>) -> Result<(), Drift> {
+    fn result(&mut self, row: ResultRow<'_>, events: &mut Events) -> Result<(), Drift> {
         let Some(subtype) = row.subtype else {
             return Err(Drift::Incomplete {
                 row: "a result with no subtype".into(),
@@ -285,7 +463,14 @@ impl Claude {
             (Some(only), None) => Some(only),
             _ => None,
         };
-        self.result = Some(RunResult {
+        // `--output-format json` without `--verbose` prints this row alone: it starts the run.
+        events.start(
+            None,
+            model.as_deref(),
+            Some(PROVIDER),
+            self.session_id.as_deref(),
+        );
+        let result = RunResult {
             subtype: subtype.into_owned(),
             is_error: row.is_error.unwrap_or(false),
             text: row.result.map(Cow::into_owned),
@@ -303,7 +488,12 @@ impl Claude {
             tokens: usage.tokens(),
             cost_usd: row.total_cost_usd,
             model,
-        });
+        };
+        events.cumulative_usage(result.tokens, result.cost_usd);
+        if result.is_error || result.subtype != "success" {
+            events.error(&format!("{}{}", describe(&result), cause(&result)));
+        }
+        self.result = Some(result);
         self.past_result = false;
         Ok(())
     }
@@ -565,8 +755,159 @@ struct Message<'a> {
     #[serde(borrow)]
     model: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    content: Option<Vec<TextPart<'a>>>,
+    content: Option<Vec<ContentPart<'a>>>,
     usage: Option<TokenUsage>,
+}
+
+/// A part of an assistant message: text, thinking or a tool call. The fields only the events
+/// read are any JSON, so a reshaped one costs an event, never the verdict.
+#[derive(Deserialize)]
+struct ContentPart<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    text: Option<Cow<'a, str>>,
+    thinking: Option<Value>,
+    id: Option<Value>,
+    name: Option<Value>,
+    input: Option<Value>,
+}
+
+/// A `system/permission_denied` row: Claude Code's permission layer refused a call.
+#[derive(Deserialize)]
+struct PermissionDenied<'a> {
+    #[serde(borrow)]
+    tool_use_id: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct UserRow<'a> {
+    #[serde(borrow)]
+    message: Option<UserMessage<'a>>,
+    /// Per result, how the permission layer decided (`permission_decision.decision`).
+    tool_result_meta: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct UserMessage<'a> {
+    #[serde(borrow)]
+    content: Option<UserContent<'a>>,
+}
+
+/// A user message's content: a plain string (a prompt: no results) or parts.
+struct UserContent<'a>(Vec<ResultPart<'a>>);
+
+#[derive(Deserialize)]
+struct ResultPart<'a> {
+    #[serde(rename = "type", deserialize_with = "is_tool_result", default)]
+    is_tool_result: bool,
+    #[serde(borrow)]
+    tool_use_id: Option<Cow<'a, str>>,
+    is_error: Option<bool>,
+    #[serde(borrow)]
+    content: Option<ResultText<'a>>,
+}
+
+/// A tool result's output: a string, or the text of an array of parts (images left out).
+struct ResultText<'a>(Cow<'a, str>);
+
+fn is_tool_result<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    let kind = Option::<Cow<'de, str>>::deserialize(deserializer)?;
+    Ok(kind.as_deref() == Some("tool_result"))
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for UserContent<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = UserContent<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or an array of content parts")
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(UserContent(Vec::new()))
+            }
+            fn visit_seq<S: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: S,
+            ) -> Result<Self::Value, S::Error> {
+                let mut parts = Vec::new();
+                while let Some(part) = seq.next_element::<ResultPart<'a>>()? {
+                    parts.push(part);
+                }
+                Ok(UserContent(parts))
+            }
+        }
+        deserializer.deserialize_any(Visit(std::marker::PhantomData))
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for ResultText<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = ResultText<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or an array of content parts")
+            }
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
+                Ok(ResultText(Cow::Borrowed(text)))
+            }
+            fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(ResultText(Cow::Owned(text.to_owned())))
+            }
+            fn visit_string<E>(self, text: String) -> Result<Self::Value, E> {
+                Ok(ResultText(Cow::Owned(text)))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(ResultText(Cow::Borrowed("")))
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<Self::Value, M::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(ResultText(Cow::Borrowed("")))
+            }
+            fn visit_seq<S: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: S,
+            ) -> Result<Self::Value, S::Error> {
+                let mut text = String::new();
+                while let Some(part) = seq.next_element::<TextPart<'de>>()? {
+                    if part.kind.as_deref() == Some("text") {
+                        if let Some(more) = part.text {
+                            if !text.is_empty() {
+                                text.push('\n');
+                            }
+                            text.push_str(&more);
+                        }
+                    }
+                }
+                Ok(ResultText(Cow::Owned(text)))
+            }
+        }
+        deserializer.deserialize_any(Visit(std::marker::PhantomData))
+    }
+}
+
+/// Whether `tool_result_meta` says the permission layer rejected the call `id`.
+fn meta_rejects(meta: &Value, id: &str) -> bool {
+    meta.as_array().is_some_and(|entries| {
+        entries.iter().any(|entry| {
+            entry["id"].as_str() == Some(id)
+                && entry["permission_decision"]["decision"].as_str() == Some("reject")
+        })
+    })
+}
+
+/// The exit code a failed Bash call's output opens with (`Exit code 2`), if it does.
+fn exit_code(output: &str) -> Option<i64> {
+    let rest = output.strip_prefix("Exit code ")?;
+    let digits = rest
+        .find(|c: char| !c.is_ascii_digit() && c != '-')
+        .map_or(rest, |end| &rest[..end]);
+    digits.parse().ok()
 }
 
 /// Anthropic's usage: `input_tokens` counts only the uncached part of the prompt; cache reads
@@ -581,6 +922,8 @@ struct TokenUsage {
     cache_read_input_tokens: u64,
     #[serde(default)]
     output_tokens: u64,
+    /// Any JSON: a reshaped breakdown costs the reasoning figure, never the verdict.
+    output_tokens_details: Option<Value>,
 }
 
 impl TokenUsage {
@@ -593,10 +936,17 @@ impl TokenUsage {
     }
 
     fn tokens(&self) -> Tokens {
+        let reasoning = self
+            .output_tokens_details
+            .as_ref()
+            .and_then(|details| details["thinking_tokens"].as_u64())
+            .unwrap_or(0);
         Tokens {
             input: self.prompt_tokens(),
             output: self.output_tokens,
-            ..Tokens::default()
+            cache_read: self.cache_read_input_tokens,
+            cache_write: self.cache_creation_input_tokens,
+            reasoning,
         }
     }
 }
@@ -655,6 +1005,7 @@ mod tests {
             cache_creation_input_tokens: 100,
             cache_read_input_tokens: 2000,
             output_tokens: 9,
+            output_tokens_details: None,
         };
         assert_eq!(usage.prompt_tokens(), 2103);
     }
@@ -671,5 +1022,97 @@ mod tests {
         assert_eq!(version_after_init(init).as_deref(), Some("2.1.332"));
         let reshaped = br#"{"type":"system","subtype":"init","session_id":"s","claude_code_version":{"major":3}}"#;
         assert_eq!(version_after_init(reshaped), None);
+    }
+
+    /// Reads `lines` with events written, and returns them with the verdict's tool tally.
+    fn events_of(lines: &[&str]) -> (Vec<Value>, crate::event::ToolSummary) {
+        #[derive(Clone, Default)]
+        struct Sink(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
+        impl std::io::Write for Sink {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.borrow_mut().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let sink = Sink::default();
+        let mut events = Events::tally("claude").writing_to(Box::new(sink.clone()));
+        let mut claude = Claude::default();
+        for line in lines {
+            claude.line(line.as_bytes(), &mut events).unwrap();
+        }
+        let written = sink.0.borrow().clone();
+        let events_read = written
+            .split(|b| *b == b'\n')
+            .filter(|line| !line.is_empty())
+            .map(|line| serde_json::from_slice(line).unwrap())
+            .collect();
+        (events_read, events.summary().clone())
+    }
+
+    const BASH_CALL: &str = r#"{"type":"assistant","message":{"id":"m1","model":"claude-x","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"touch x"}}],"usage":{"input_tokens":5,"output_tokens":1}}}"#;
+
+    #[test]
+    fn a_call_the_permission_layer_refused_is_denied() {
+        let refused = r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"Claude requested permissions to use Bash, but you haven't granted it yet.","is_error":true,"tool_use_id":"t1"}]}}"#;
+        let (_, tally) = events_of(&[BASH_CALL, refused]);
+        assert_eq!((tally.calls, tally.denied), (1, 1));
+        assert_eq!(tally.denials[0].name, "Bash");
+        // The newer spelling: a system row names the call, the result's text says nothing of it.
+        let announced = r#"{"type":"system","subtype":"permission_denied","tool_name":"Bash","tool_use_id":"t1","message":"needs approval"}"#;
+        let needs_approval = r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"touch needs approval","is_error":true,"tool_use_id":"t1"}]}}"#;
+        let (_, tally) = events_of(&[BASH_CALL, announced, needs_approval]);
+        assert_eq!(tally.denied, 1);
+        let with_meta = r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"touch needs approval","is_error":true,"tool_use_id":"t1"}]},"tool_result_meta":[{"id":"t1","permission_decision":{"decision":"reject","source":"config"}}]}"#;
+        let (_, tally) = events_of(&[BASH_CALL, with_meta]);
+        assert_eq!(tally.denied, 1);
+    }
+
+    #[test]
+    fn a_failed_call_gives_its_exit_code_and_array_content_is_read() {
+        let failed = r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":[{"type":"text","text":"Exit code 2"},{"type":"text","text":"no such file"}],"is_error":true,"tool_use_id":"t1"}]}}"#;
+        let (events, tally) = events_of(&[BASH_CALL, failed]);
+        assert_eq!((tally.failed, tally.denied, tally.completed), (1, 0, 0));
+        let result = events.iter().find(|e| e["type"] == "tool_result").unwrap();
+        assert_eq!(result["exit_code"], 2);
+        assert_eq!(result["status"], "failed");
+        assert_eq!(result["output_chars"], "Exit code 2\nno such file".len());
+    }
+
+    #[test]
+    fn a_call_whose_result_never_came_is_counted_once_and_never_ended() {
+        // Claude Code repeats a message's usage on each of its rows: one turn.
+        let text_row = r#"{"type":"assistant","message":{"id":"m1","model":"claude-x","content":[{"type":"text","text":"Let me look."}],"usage":{"input_tokens":5,"output_tokens":1}}}"#;
+        let (events, tally) = events_of(&[text_row, BASH_CALL]);
+        assert_eq!((tally.calls, tally.completed, tally.failed), (1, 0, 0));
+        let usage: Vec<_> = events.iter().filter(|e| e["type"] == "usage").collect();
+        assert_eq!(usage.len(), 1);
+        assert!(events.iter().all(|e| e["type"] != "tool_result"));
+    }
+
+    #[test]
+    fn usage_carries_cache_figures_and_the_result_its_cost() {
+        let message = r#"{"type":"assistant","message":{"id":"m1","model":"claude-x","content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":3,"cache_creation_input_tokens":100,"cache_read_input_tokens":2000,"output_tokens":9}}}"#;
+        let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"ok","num_turns":1,"total_cost_usd":0.5,"usage":{"input_tokens":3,"cache_creation_input_tokens":100,"cache_read_input_tokens":2000,"output_tokens":40,"output_tokens_details":{"thinking_tokens":7}}}"#;
+        let (events, _) = events_of(&[message, result]);
+        let usage: Vec<_> = events.iter().filter(|e| e["type"] == "usage").collect();
+        assert_eq!(usage[0]["turn"]["input_tokens"], 2103);
+        assert_eq!(usage[0]["turn"]["cache_read_tokens"], 2000);
+        assert_eq!(usage[0]["turn"]["cache_write_tokens"], 100);
+        assert!(usage[0]["cost_usd"].is_null());
+        assert!(usage[1]["turn"].is_null());
+        assert_eq!(usage[1]["cumulative"]["output_tokens"], 40);
+        assert_eq!(usage[1]["cumulative"]["reasoning_tokens"], 7);
+        assert_eq!(usage[1]["cost_usd"], 0.5);
+    }
+
+    #[test]
+    fn a_user_row_that_does_not_decode_changes_nothing() {
+        let odd =
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":7}]}}"#;
+        let (_, tally) = events_of(&[BASH_CALL, odd]);
+        assert_eq!((tally.calls, tally.completed), (1, 0));
     }
 }
