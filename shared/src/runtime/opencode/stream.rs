@@ -13,16 +13,30 @@
 //! `MessageOutputLengthError`, a cut answer. Five row types are read (`step_start`, `text`,
 //! `tool_use`, `step_finish`, `error`); every other type is skipped whether or not it decodes,
 //! and a row of those five that does not decode fails the run.
+//!
+//! Events (see `crate::event`): a `tool_use` row carries the whole call in its final state, so
+//! it is one tool call and one result (a `pending` or `running` row, should a version print one,
+//! is the call alone, and the final row of the same `callID` then only its result); the result
+//! fails on status `error` (its `error` is the output) or on a nonzero `metadata.exit` (the
+//! shell tool's exit code), and is denied when the output names a refusal or when opencode's
+//! own permission layer refused the call. Each `step_finish` is one turn's usage and cost.
+//! `text` rows are the assistant's texts and `reasoning` rows its thoughts (decoded only while
+//! events are written). The fields read only for events never fail a row: any other shape of
+//! them reads as absent.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
+use std::fmt;
+use std::marker::PhantomData;
 
-use serde::de::IgnoredAny;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde_json::Value;
 
 use crate::dialect::{cut_row_among, TextPart, Tokens};
 use crate::dialect::{decode, unreadable_row, Dialect, Drift, Head, Row, RunFailure, Verdict};
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
-use crate::event::Events;
+use crate::event::{Events, ToolKind, ToolOutcome};
 use crate::sniff::{opening_type, opens_with_unread_type, raw_type_among};
 
 /// The row types this parser decodes, each of which can change the verdict: a line that names
@@ -34,6 +48,40 @@ const REASONING: &[u8] = b"reasoning";
 
 /// The finish reason of the step that ends a run.
 const STOP: &str = "stop";
+
+/// opencode's built-in tools by their ids, as `tool_use` rows name them (older and newer
+/// releases' ids both); a plugin's or an MCP server's tool falls to the shared words.
+pub const TOOL_KINDS: &[(&str, ToolKind)] = &[
+    ("bash", ToolKind::Execute),
+    ("shell", ToolKind::Execute),
+    // Code mode: the model's script calls tools.
+    ("execute", ToolKind::Execute),
+    ("read", ToolKind::Read),
+    ("list", ToolKind::Read),
+    // Loads a skill's instructions.
+    ("skill", ToolKind::Read),
+    ("edit", ToolKind::Edit),
+    ("multiedit", ToolKind::Edit),
+    ("write", ToolKind::Edit),
+    ("patch", ToolKind::Edit),
+    ("apply_patch", ToolKind::Edit),
+    ("glob", ToolKind::Search),
+    ("grep", ToolKind::Search),
+    ("lsp", ToolKind::Search),
+    ("webfetch", ToolKind::Fetch),
+    // Both ask an external search service.
+    ("websearch", ToolKind::Fetch),
+    ("codesearch", ToolKind::Fetch),
+    ("todowrite", ToolKind::Think),
+    ("todoread", ToolKind::Think),
+    // A subagent's run, planned and reported back.
+    ("task", ToolKind::Think),
+    ("question", ToolKind::Other),
+    ("plan_enter", ToolKind::Other),
+    ("plan_exit", ToolKind::Other),
+    ("batch", ToolKind::Other),
+    ("invalid", ToolKind::Other),
+];
 
 /// The opencode dialect's state while the stream is read.
 #[derive(Debug, Default)]
@@ -50,6 +98,10 @@ pub struct Opencode {
     spent: Option<Spent>,
     /// A text, a tool call or a thought has come from the model.
     spoke: bool,
+    /// Calls of the open step reported by a `pending` or `running` row, whose final row is
+    /// then only their result. A new step forgets them (opencode settles every call of a step
+    /// before it finishes), so the set never outgrows one step.
+    called: HashSet<String>,
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -70,20 +122,36 @@ struct Spent {
 impl Dialect for Opencode {
     const RUNTIME: &'static str = "opencode";
 
-    fn line(&mut self, line: &[u8], _events: &mut Events) -> Result<(), Drift> {
+    fn line(&mut self, line: &[u8], events: &mut Events) -> Result<(), Drift> {
         if opens_with_unread_type(line, READ) {
-            self.spoke |= opening_type(line) == Some(REASONING);
+            if opening_type(line) == Some(REASONING) {
+                self.spoke = true;
+                if events.writing() {
+                    reasoning(line, events);
+                }
+            }
             return Ok(());
         }
         let Ok(head) = serde_json::from_slice::<Head<'_>>(line) else {
             return unreadable_row(raw_type_among(line, READ));
         };
         match head.kind.as_deref() {
-            Some("step_start") => self.step_start(decode(line, || Row::typed("step_start"))?),
-            Some("text") => self.text(decode(line, || Row::typed("text"))?)?,
-            Some("tool_use") => self.tool_use(decode(line, || Row::typed("tool_use"))?)?,
-            Some("step_finish") => self.step_finish(decode(line, || Row::typed("step_finish"))?)?,
-            Some("error") => self.error(decode(line, || Row::typed("error"))?),
+            Some("step_start") => {
+                self.step_start(decode(line, || Row::typed("step_start"))?, events)
+            }
+            Some("text") => self.text(decode(line, || Row::typed("text"))?, events)?,
+            // The call's input is decoded only to be written.
+            Some("tool_use") if events.writing() => {
+                self.tool_use::<Value>(decode(line, || Row::typed("tool_use"))?, events)?
+            }
+            Some("tool_use") => {
+                self.tool_use::<IgnoredAny>(decode(line, || Row::typed("tool_use"))?, events)?
+            }
+            Some("step_finish") => {
+                self.step_finish(decode(line, || Row::typed("step_finish"))?, events)?
+            }
+            Some("error") => self.error(decode(line, || Row::typed("error"))?, events),
+            Some("reasoning") if events.writing() => reasoning(line, events),
             _ => {}
         }
         Ok(())
@@ -132,28 +200,34 @@ impl Dialect for Opencode {
 }
 
 impl Opencode {
-    /// The session every read row names; the first one counts (a run has one).
-    fn session(&mut self, id: Option<&str>) {
+    /// The session every read row names; the first one counts (a run has one), and starts the
+    /// events (opencode's rows name neither the model, the provider nor the CLI's version).
+    fn session(&mut self, id: Option<&str>, events: &mut Events) {
         if self.session_id.is_none() {
             self.session_id = id.filter(|id| !id.is_empty()).map(String::from);
+            if let Some(id) = &self.session_id {
+                events.start(None, None, None, Some(id));
+            }
         }
     }
 
-    fn step_start(&mut self, row: PartRow<'_, IgnoredAny>) {
-        self.session(row.session_id.as_deref());
+    fn step_start(&mut self, row: PartRow<'_, IgnoredAny>, events: &mut Events) {
+        self.session(row.session_id.as_deref(), events);
         self.step = Step::Open;
         self.text = None;
         self.tool_after_text = None;
         self.rejected.clear();
+        self.called.clear();
     }
 
-    fn text(&mut self, row: PartRow<'_, TextPart<'_>>) -> Result<(), Drift> {
-        self.session(row.session_id.as_deref());
+    fn text(&mut self, row: PartRow<'_, TextPart<'_>>, events: &mut Events) -> Result<(), Drift> {
+        self.session(row.session_id.as_deref(), events);
         self.spoke = true;
         let text = row
             .part
             .and_then(|part| part.text)
             .ok_or_else(|| incomplete("a text row with no part.text", "the answer may be lost"))?;
+        events.text(&text);
         if !text.trim().is_empty() {
             self.last_text = Some(text.to_string());
         }
@@ -162,8 +236,12 @@ impl Opencode {
         Ok(())
     }
 
-    fn tool_use(&mut self, row: PartRow<'_, ToolPart<'_>>) -> Result<(), Drift> {
-        self.session(row.session_id.as_deref());
+    fn tool_use<I: CallInput>(
+        &mut self,
+        row: PartRow<'_, ToolPart<'_, I>>,
+        events: &mut Events,
+    ) -> Result<(), Drift> {
+        self.session(row.session_id.as_deref(), events);
         self.spoke = true;
         let part = row.part.ok_or_else(|| {
             incomplete(
@@ -178,12 +256,60 @@ impl Opencode {
         {
             self.rejected.push(tool.clone());
         }
+        let id = part.call_id.or(part.id).unwrap_or_default();
+        self.report_tool(&id, &tool, &state, events);
         self.tool_after_text = Some(tool);
         Ok(())
     }
 
-    fn step_finish(&mut self, row: PartRow<'_, FinishPart<'_>>) -> Result<(), Drift> {
-        self.session(row.session_id.as_deref());
+    /// The call, and its result once the row carries the final state; a call already
+    /// reported by an earlier row of the same `callID` is not reported again.
+    fn report_tool<I: CallInput>(
+        &mut self,
+        id: &str,
+        tool: &str,
+        state: &ToolState<'_, I>,
+        events: &mut Events,
+    ) {
+        let failed = match state.status.as_deref() {
+            Some("completed") => false,
+            Some("error") => true,
+            _ => {
+                if self.called.insert(id.to_string()) {
+                    events.tool_call(id, tool, TOOL_KINDS, state.input.value());
+                }
+                return;
+            }
+        };
+        if !self.called.remove(id) {
+            events.tool_call(id, tool, TOOL_KINDS, state.input.value());
+        }
+        let (first, second) = (state.output.as_deref(), state.error.as_deref());
+        let output = if failed {
+            second.or(first)
+        } else {
+            first.or(second)
+        }
+        .unwrap_or("");
+        events.tool_result(
+            id,
+            tool,
+            TOOL_KINDS,
+            ToolOutcome {
+                failed,
+                exit_code: state.metadata.exit,
+                output,
+                refused_by_cli: failed && is_refusal(output),
+            },
+        );
+    }
+
+    fn step_finish(
+        &mut self,
+        row: PartRow<'_, FinishPart<'_>>,
+        events: &mut Events,
+    ) -> Result<(), Drift> {
+        self.session(row.session_id.as_deref(), events);
         let part = row.part.ok_or_else(|| {
             incomplete(
                 "a step_finish row with no part",
@@ -192,21 +318,21 @@ impl Opencode {
         })?;
         let reason = part.reason.map(Cow::into_owned).unwrap_or_default();
         if let Some(tokens) = part.tokens {
+            let turn = tokens.normalised();
             let spent = self.spent.get_or_insert_with(Spent::default);
-            spent.tokens.add(Tokens {
-                input: tokens.prompt(),
-                output: tokens.completion(),
-                ..Tokens::default()
-            });
+            spent.tokens.add(turn);
             spent.cost += part.cost.unwrap_or(0.0);
+            events.turn_usage(turn, part.cost);
         }
         self.step = Step::Finished(reason);
         Ok(())
     }
 
-    fn error(&mut self, row: ErrorLine<'_>) {
-        self.session(row.session_id.as_deref());
-        self.error = Some(row.error.unwrap_or_default());
+    fn error(&mut self, row: ErrorLine<'_>, events: &mut Events) {
+        self.session(row.session_id.as_deref(), events);
+        let error = row.error.unwrap_or_default();
+        events.error(&error.said());
+        self.error = Some(error);
     }
 
     /// The verdict, most specific cause first (an unreadable row, which outranks all of these,
@@ -290,6 +416,25 @@ fn is_rejection(error: &str) -> bool {
     error.contains("rejected permission")
 }
 
+/// A failed call's error that says it was refused rather than failed: opencode's permission
+/// layer (a rejected ask, a deny rule) or its file system layer, which names the kernel's
+/// EACCES and EPERM `PermissionDenied` (words the shared denial reading does not know).
+fn is_refusal(error: &str) -> bool {
+    is_rejection(error)
+        || error.contains("specified a rule which prevents you from using this specific tool call")
+        || error.starts_with("PermissionDenied")
+}
+
+/// A `reasoning` row, for its size: not a row the verdict reads, so one that does not decode
+/// is passed over.
+fn reasoning(line: &[u8], events: &mut Events) {
+    if let Ok(row) = serde_json::from_slice::<PartRow<'_, TextPart<'_>>>(line) {
+        if let Some(text) = row.part.and_then(|part| part.text) {
+            events.reasoning(text.chars().count());
+        }
+    }
+}
+
 /// A read row that decoded but lacks what the rules need.
 fn incomplete(row: &str, why: &'static str) -> Drift {
     Drift::Incomplete {
@@ -317,17 +462,155 @@ struct ErrorLine<'a> {
     error: Option<ErrorRow>,
 }
 
+/// A tool part; `I` is how its input is read: a `Value` while events are written, skipped
+/// otherwise.
 #[derive(Deserialize)]
-struct ToolPart<'a> {
+#[serde(bound(deserialize = "'de: 'a, I: Deserialize<'de> + Default"))]
+struct ToolPart<'a, I> {
     #[serde(borrow)]
     tool: Option<Cow<'a, str>>,
-    state: Option<ToolState>,
+    state: Option<ToolState<'a, I>>,
+    // Read for events only, so never strict (see `Loose`).
+    #[serde(rename = "callID", default, deserialize_with = "loose")]
+    call_id: Option<Cow<'a, str>>,
+    #[serde(default, deserialize_with = "loose")]
+    id: Option<Cow<'a, str>>,
 }
 
 #[derive(Default, Deserialize)]
-struct ToolState {
+#[serde(bound(deserialize = "'de: 'a, I: Deserialize<'de> + Default"))]
+struct ToolState<'a, I> {
     status: Option<String>,
     error: Option<String>,
+    #[serde(default)]
+    input: I,
+    #[serde(default, deserialize_with = "loose")]
+    output: Option<Cow<'a, str>>,
+    #[serde(default, deserialize_with = "loose")]
+    metadata: ToolMetadata,
+}
+
+/// A call's input as events need it.
+trait CallInput: Default {
+    fn value(&self) -> &Value;
+}
+
+impl CallInput for Value {
+    fn value(&self) -> &Value {
+        self
+    }
+}
+
+impl CallInput for IgnoredAny {
+    fn value(&self) -> &Value {
+        &Value::Null
+    }
+}
+
+/// A tool state's `metadata`, for the shell tool's exit code (`exit`: null when the command
+/// was killed by a signal).
+#[derive(Default)]
+struct ToolMetadata {
+    exit: Option<i64>,
+}
+
+/// A field read for events only, in whatever shape it comes: what the type takes from that
+/// shape, or its default for any other, so that such a field never fails a row the verdict
+/// reads.
+trait Loose<'de>: Default {
+    fn text(_text: Cow<'de, str>) -> Self {
+        Self::default()
+    }
+
+    fn integer(_value: i64) -> Self {
+        Self::default()
+    }
+
+    fn object<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Self::default())
+    }
+}
+
+impl<'de> Loose<'de> for Option<Cow<'de, str>> {
+    fn text(text: Cow<'de, str>) -> Self {
+        Some(text)
+    }
+}
+
+impl<'de> Loose<'de> for Option<i64> {
+    fn integer(value: i64) -> Self {
+        Some(value)
+    }
+}
+
+impl<'de> Loose<'de> for ToolMetadata {
+    fn object<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let mut metadata = ToolMetadata::default();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key == "exit" {
+                metadata.exit = map.next_value::<Lax<Option<i64>>>()?.0;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(metadata)
+    }
+}
+
+/// `deserialize_with` for a [`Loose`] field.
+fn loose<'de, D: Deserializer<'de>, T: Loose<'de>>(deserializer: D) -> Result<T, D::Error> {
+    deserializer.deserialize_any(LooseVisitor(PhantomData))
+}
+
+/// A [`Loose`] value where a `Deserialize` one is wanted (a map's value).
+struct Lax<T>(T);
+
+impl<'de, T: Loose<'de>> Deserialize<'de> for Lax<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        loose(deserializer).map(Lax)
+    }
+}
+
+struct LooseVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Loose<'de>> Visitor<'de> for LooseVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<T, E> {
+        Ok(T::text(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<T, E> {
+        Ok(T::text(Cow::Owned(v.to_string())))
+    }
+    fn visit_string<E>(self, v: String) -> Result<T, E> {
+        Ok(T::text(Cow::Owned(v)))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<T, E> {
+        Ok(T::integer(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<T, E> {
+        Ok(i64::try_from(v).map_or_else(|_| T::default(), T::integer))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<T, E> {
+        Ok(T::default())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<T, E> {
+        Ok(T::default())
+    }
+    fn visit_unit<E>(self) -> Result<T, E> {
+        Ok(T::default())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(T::default())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+        T::object(map)
+    }
 }
 
 #[derive(Deserialize)]
@@ -339,8 +622,9 @@ struct FinishPart<'a> {
 }
 
 /// opencode's step tokens: `input` leaves out the cached part of the prompt (`cache.read`,
-/// `cache.write`) and `output` the reasoning, so both are added back: the figures then compare
-/// with the other runtimes' (prompt tokens including cached input, every generated token).
+/// `cache.write`) and `output` the reasoning (its usage computation subtracts both from the
+/// provider's figures), so both are added back: the figures then compare with the other
+/// runtimes' (prompt tokens including cached input, every generated token).
 #[derive(Deserialize)]
 struct StepTokens {
     #[serde(default)]
@@ -362,14 +646,18 @@ struct CacheTokens {
 }
 
 impl StepTokens {
-    fn prompt(&self) -> u64 {
-        self.input
-            .saturating_add(self.cache.read)
-            .saturating_add(self.cache.write)
-    }
-
-    fn completion(&self) -> u64 {
-        self.output.saturating_add(self.reasoning)
+    /// The step's tokens as moot counts them (see [`Tokens`]).
+    fn normalised(&self) -> Tokens {
+        Tokens {
+            input: self
+                .input
+                .saturating_add(self.cache.read)
+                .saturating_add(self.cache.write),
+            output: self.output.saturating_add(self.reasoning),
+            cache_read: self.cache.read,
+            cache_write: self.cache.write,
+            reasoning: self.reasoning,
+        }
     }
 }
 
@@ -391,20 +679,31 @@ struct ErrorData {
 }
 
 impl ErrorRow {
-    fn failure(&self) -> RunFailure {
-        let name = self.name.as_deref().unwrap_or("an unnamed error");
+    fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or("an unnamed error")
+    }
+
+    /// What the error says: its name, its HTTP status and its message where it has them.
+    fn said(&self) -> String {
+        let name = self.name();
         let data = self.data.as_ref();
         let message = data
             .and_then(|d| d.message.as_deref())
             .map(str::trim)
             .filter(|m| !m.is_empty());
-        let status = data.and_then(|d| d.status_code);
-        let said = match (message, status) {
+        match (message, data.and_then(|d| d.status_code)) {
             (Some(message), Some(status)) => format!("{name} {status}: {message}"),
             (Some(message), None) => format!("{name}: {message}"),
             (None, Some(status)) => format!("{name} {status}"),
             (None, None) => name.to_string(),
-        };
+        }
+    }
+
+    fn failure(&self) -> RunFailure {
+        let name = self.name();
+        let data = self.data.as_ref();
+        let status = data.and_then(|d| d.status_code);
+        let said = self.said();
         let retried = name == "APIError"
             && (data.and_then(|d| d.is_retryable) == Some(true)
                 || status.is_some_and(|s| s >= 500));
@@ -424,5 +723,197 @@ impl ErrorRow {
                 format!("opencode reported an error: {said}"),
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::cell::RefCell;
+    use std::io::{self, Write};
+    use std::rc::Rc;
+
+    use super::*;
+
+    /// The events written, kept for the test to read.
+    #[derive(Clone, Default)]
+    struct Sink(Rc<RefCell<Vec<u8>>>);
+
+    impl Write for Sink {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Reads `rows` with events written; returns the events and the tally.
+    fn read(rows: &[&str]) -> (Vec<Value>, crate::event::ToolSummary, Verdict) {
+        let sink = Sink::default();
+        let mut events = Events::tally("opencode").writing_to(Box::new(sink.clone()));
+        let mut dialect = Opencode::default();
+        for row in rows {
+            dialect.line(row.as_bytes(), &mut events).unwrap();
+        }
+        let written = sink.0.borrow().clone();
+        let lines = written
+            .split(|b| *b == b'\n')
+            .filter(|line| !line.is_empty())
+            .map(|line| serde_json::from_slice(line).unwrap())
+            .collect();
+        (lines, events.summary().clone(), dialect.finish())
+    }
+
+    fn tool(call: &str, tool: &str, state: &str) -> String {
+        format!(
+            r#"{{"type":"tool_use","sessionID":"ses_1","part":{{"type":"tool","tool":"{tool}","callID":"{call}","state":{state}}}}}"#
+        )
+    }
+
+    const START: &str = r#"{"type":"step_start","sessionID":"ses_1","part":{}}"#;
+
+    #[test]
+    fn a_failed_call_and_a_nonzero_exit_fail() {
+        let rows = [
+            START.to_string(),
+            tool(
+                "c1",
+                "read",
+                r#"{"status":"error","input":{"filePath":"/x"},"error":"File not found: /x"}"#,
+            ),
+            tool(
+                "c2",
+                "bash",
+                r#"{"status":"completed","input":{"command":"false"},"output":"","metadata":{"exit":1}}"#,
+            ),
+        ];
+        let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+        let (events, tally, _) = read(&rows);
+        assert_eq!((tally.calls, tally.failed, tally.denied), (2, 2, 0));
+        let results: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["type"] == "tool_result")
+            .collect();
+        assert_eq!(results[0]["status"], "failed");
+        assert_eq!(results[0]["output_chars"], 18);
+        assert_eq!(results[1]["exit_code"], 1);
+        let call = events.iter().find(|e| e["type"] == "tool_call").unwrap();
+        assert_eq!(call["input"]["filePath"], "/x");
+        assert_eq!(call["kind"], "read");
+    }
+
+    #[test]
+    fn refusals_by_opencode_or_the_kernel_are_denials() {
+        let rows = [
+            START.to_string(),
+            tool(
+                "c1",
+                "bash",
+                r#"{"status":"error","error":"The user has specified a rule which prevents you from using this specific tool call. Here are some of the relevant rules []"}"#,
+            ),
+            tool(
+                "c2",
+                "edit",
+                r#"{"status":"error","error":"PermissionDenied: FileSystem.writeFile (/etc/x)"}"#,
+            ),
+            tool(
+                "c3",
+                "bash",
+                r#"{"status":"completed","output":"rm: cannot remove '/x': Operation not permitted\n","metadata":{"exit":1}}"#,
+            ),
+            // Not a refusal: the question tool's dismissal.
+            tool(
+                "c4",
+                "question",
+                r#"{"status":"error","error":"The user dismissed this question"}"#,
+            ),
+        ];
+        let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+        let (_, tally, _) = read(&rows);
+        assert_eq!((tally.calls, tally.denied, tally.failed), (4, 3, 1));
+        assert_eq!(
+            tally.denials[1].said,
+            "PermissionDenied: FileSystem.writeFile (/etc/x)"
+        );
+    }
+
+    #[test]
+    fn a_call_reported_under_way_is_one_call_and_one_whose_result_never_came_has_none() {
+        let rows = [
+            START.to_string(),
+            tool("c1", "bash", r#"{"status":"pending","input":{}}"#),
+            tool(
+                "c1",
+                "bash",
+                r#"{"status":"running","input":{"command":"ls"}}"#,
+            ),
+            tool(
+                "c1",
+                "bash",
+                r#"{"status":"completed","input":{"command":"ls"},"output":"a\n","metadata":{"exit":0}}"#,
+            ),
+            tool(
+                "c2",
+                "grep",
+                r#"{"status":"running","input":{"pattern":"x"}}"#,
+            ),
+        ];
+        let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+        let (events, tally, _) = read(&rows);
+        assert_eq!((tally.calls, tally.completed, tally.failed), (2, 1, 0));
+        let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["start", "tool_call", "tool_result", "tool_call"]);
+    }
+
+    #[test]
+    fn event_only_fields_of_any_shape_never_fail_the_row() {
+        let rows = [
+            START.to_string(),
+            tool(
+                "c1",
+                "bash",
+                r#"{"status":"completed","input":7,"output":{"x":1},"metadata":{"exit":"one"}}"#,
+            ),
+            tool("c2", "bash", r#"{"status":"completed","metadata":[1]}"#),
+            r#"{"type":"tool_use","part":{"tool":"bash","callID":5,"state":{"status":"completed","metadata":{"exit":1.5}}}}"#.to_string(),
+        ];
+        let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+        let (events, tally, _) = read(&rows);
+        assert_eq!((tally.calls, tally.completed), (3, 3));
+        let result = events.iter().find(|e| e["type"] == "tool_result").unwrap();
+        assert_eq!(result["exit_code"], Value::Null);
+        assert_eq!(result["output_chars"], 0);
+    }
+
+    #[test]
+    fn cached_and_reasoning_tokens_fill_the_usage_per_step() {
+        let finish = r#"{"type":"step_finish","sessionID":"ses_1","part":{"reason":"stop","tokens":{"input":100,"output":40,"reasoning":10,"cache":{"read":1350,"write":50}},"cost":0.25}}"#;
+        let text = r#"{"type":"text","sessionID":"ses_1","part":{"text":"done"}}"#;
+        let reasoning = r#"{"type":"reasoning","sessionID":"ses_1","part":{"text":"hmm"}}"#;
+        let (events, _, verdict) = read(&[START, reasoning, text, finish, START, text, finish]);
+        let usage = &verdict.facts.usage;
+        assert_eq!(
+            (
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+                usage.cache_write_tokens,
+                usage.reasoning_tokens,
+                usage.cost_usd
+            ),
+            (3000, 100, 2700, 100, 20, Some(0.5))
+        );
+        let turns: Vec<&Value> = events.iter().filter(|e| e["type"] == "usage").collect();
+        assert_eq!(turns.len(), 2);
+        assert_eq!(turns[0]["turn"]["input_tokens"], 1500);
+        assert_eq!(turns[0]["turn"]["cache_read_tokens"], 1350);
+        assert_eq!(turns[1]["cumulative"]["output_tokens"], 100);
+        assert_eq!(turns[1]["cost_usd"], 0.25);
+        assert_eq!(events[1]["type"], "reasoning");
+        assert_eq!(events[1]["chars"], 3);
+        assert!(verdict.failure.is_none());
     }
 }
