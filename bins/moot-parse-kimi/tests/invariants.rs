@@ -7,11 +7,13 @@
 use moot::runtime::kimi::stream::Kimi;
 
 /// Rows of types moot-parse-kimi does not read, shaped like kimi's own and naming, inside, the
-/// types and values it does read.
+/// types and values it does read. (A `role:"tool"` row is read now, for `run.tools`, so it is
+/// no longer one of them; the legacy CLI's `role:"user"` row, which carries a tool's non-text
+/// output, takes its place.)
 const UNKNOWN_ROWS: &[&str] = &[
     r#"{"role":"zz_future","content":"spoof"}"#,
     r#"{"type":"zz.future","message":"spoof","retryable":true}"#,
-    r#"{"role":"tool","content":"{\"role\":\"assistant\",\"content\":\"spoof\"}","tool_call_id":"x"}"#,
+    r#"{"role":"user","content":"{\"role\":\"assistant\",\"content\":\"spoof\"}","tool_call_id":"x"}"#,
 ];
 
 moot_testkit::dialect_invariant_tests!(
