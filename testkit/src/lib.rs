@@ -823,13 +823,16 @@ pub fn line_boundaries(stream: &[u8]) -> Vec<usize> {
         .collect()
 }
 
-/// The verdict: the whole envelope but the line and byte counts, with the line number a
-/// malformed-row message starts with blanked (inserting lines moves the row, not the verdict).
+/// The verdict: the whole envelope but the line and byte counts and the tool tally, with the
+/// line number a malformed-row message starts with blanked (inserting lines moves the row, not
+/// the verdict). The tally is left out because it counts every tool row, one the verdict's
+/// rules never read included: a row that starts a tool call adds a call and nothing else.
 pub fn verdict(mut envelope: serde_json::Value) -> serde_json::Value {
     use serde_json::Value;
     let run = envelope["run"].as_object_mut().expect("run is an object");
     run.remove("lines");
     run.remove("bytes");
+    run.remove("tools");
     if let Some(Value::String(message)) = run
         .get_mut("error")
         .and_then(|e| e.as_object_mut())
