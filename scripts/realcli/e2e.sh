@@ -108,7 +108,8 @@ print(meta["parser"].removeprefix("moot-parse-"), int(meta["matrix"]["multi_turn
     install_file "$1" || exit 1
     realcli_layout "$1" "$work/bin/$1"
     live_stream=$(install_field "$install" LIVE_STREAM) asks=$(install_field "$install" ASKS)
-    hides_keys=$(install_field "$install" HIDES_KEYS) tool_limit=
+    hides_keys=$(install_field "$install" HIDES_KEYS) no_usage=$(install_field "$install" NO_USAGE)
+    tool_limit=
     [ "$tools" = 0 ] || tool_limit=$(install_field "$install" READ_TOOLS | cut -d' ' -f1)
     adapter_variables
     fake_home "$1"
@@ -368,13 +369,15 @@ PY
 
 # events_show STATUS: the pipeline's last run (its events.ndjson, moot(7) EVENTS) shows one
 # execute call that ended STATUS (completed, denied), between a start and an end, and the
-# usage its envelope gives is the sum of what the fake model's replies to the run reported
-# (its --log). Echoes what differs.
+# usage its envelope gives is the sum of what the fake model's replies to the agent's turns
+# (the requests that offered tools; a CLI's side calls, opencode's title, are not the agent's)
+# reported (its --log), or none for a CLI whose stream reports none (NO_USAGE). Echoes what
+# differs.
 events_show() {
     [ "$via" = pipeline ] || return 0
-    python3 - "$run_stage/events.ndjson" "$work/requests.ndjson" "$requests_before" "$1" <<'PY'
+    python3 - "$run_stage/events.ndjson" "$work/requests.ndjson" "$requests_before" "$1" "$no_usage" <<'PY'
 import json, sys
-events_file, log, before, status = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+events_file, log, before, status, no_usage = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 try:
     events = [json.loads(line) for line in open(events_file) if line.strip()]
 except (OSError, ValueError) as e:
@@ -385,10 +388,12 @@ calls = [e for e in events if e["type"] == "tool_call" and e["kind"] == "execute
 results = [e for e in events if e["type"] == "tool_result" and e["id"] in {c["id"] for c in calls}]
 if len(calls) != 1 or [r["status"] for r in results] != [status]:
     sys.exit(print(f"want one execute call {status}: calls {calls}, results {results}"))
-sent = [json.loads(line).get("usage") for line in list(open(log))[before:]]
-sent = [u for u in sent if u]
-want = (sum(u["input_tokens"] for u in sent), sum(u["output_tokens"] for u in sent))
+requests = [json.loads(line) for line in list(open(log))[before:]]
+sent = [r["usage"] for r in requests if r.get("usage") and r.get("tool_names")]
+want = (0, 0) if no_usage else (sum(u["input_tokens"] for u in sent), sum(u["output_tokens"] for u in sent))
 usage = events[-1]["usage"]
+if no_usage and usage["source"] != "none":
+    sys.exit(print(f"NO_USAGE says the stream reports none, the envelope's usage came from {usage['source']}"))
 if (usage["input_tokens"], usage["output_tokens"]) != want:
     sys.exit(print(f"usage {usage['input_tokens']} in, {usage['output_tokens']} out; the fake model sent {want[0]} in, {want[1]} out in {len(sent)} replies"))
 PY

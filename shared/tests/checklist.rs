@@ -125,7 +125,7 @@ fn install_file_gaps(meta: &Meta, certify: &moot::model::Certify) -> Vec<String>
             gaps.push(format!("{key}= (empty when none) in its install file"));
         }
     }
-    for key in ["LIVE_STREAM", "ASKS", "HIDES_KEYS"] {
+    for key in ["LIVE_STREAM", "ASKS", "HIDES_KEYS", "NO_USAGE"] {
         if !matches!(certify.install_field(key), Some("" | "1")) {
             gaps.push(format!("{key}=1 or {key}= in its install file"));
         }
