@@ -24,7 +24,7 @@ use serde_json::Value;
 use crate::dialect::{Dialect, RunFailure, Verdict};
 use crate::dialect::{Drift, Head, MessageSum, Row, TextPart, Tokens};
 use crate::envelope::{ErrorClass, Facts, UsageSource};
-use crate::event::Events;
+use crate::event::{Events, ToolKind, ToolOutcome};
 use crate::sniff::{opening_type, raw_field_is, raw_type_among};
 
 /// The event types every member of the family writes and this module reads.
@@ -45,6 +45,8 @@ pub trait Flavor {
     const MODE_FLAG: &'static str;
     /// The event types read beyond [`FAMILY_EVENTS`].
     const OWN_EVENTS: &'static [&'static str] = &[];
+    /// The kinds of this CLI's own tools, by their exact names.
+    const TOOL_KINDS: &'static [(&'static str, ToolKind)];
     /// The `not_terminal` message: what the CLI's `agent_end` said and what it means.
     const NOT_TERMINAL: &'static str;
 
@@ -124,6 +126,10 @@ pub struct PiFamily<F> {
     open_retry: Option<String>,
     /// The model has streamed text, thinking or a tool call, or ended a message with one.
     spoke: bool,
+    /// The sum of the assistant messages' `usage.cost.total`, when any carried one.
+    cost: Option<f64>,
+    /// The start event has been reported.
+    announced: bool,
 }
 
 /// A `message_update` whose assistant event starts or extends text, thinking or a tool call
@@ -174,6 +180,8 @@ impl<F: Flavor> PiFamily<F> {
             gave_up: false,
             open_retry: None,
             spoke: false,
+            cost: None,
+            announced: false,
         }
     }
 }
@@ -187,7 +195,7 @@ impl<F: Flavor + Default> Default for PiFamily<F> {
 impl<F: Flavor> Dialect for PiFamily<F> {
     const RUNTIME: &'static str = F::RUNTIME;
 
-    fn line(&mut self, line: &[u8], _events: &mut Events) -> Result<(), Drift> {
+    fn line(&mut self, line: &[u8], events: &mut Events) -> Result<(), Drift> {
         let kind = match opening_type(line).and_then(|kind| std::str::from_utf8(kind).ok()) {
             // The hot path: most lines of a long run are message_update deltas and tool
             // output. One whose type is not read, and that cannot be a malformed assistant
@@ -220,16 +228,16 @@ impl<F: Flavor> Dialect for PiFamily<F> {
             "agent_start" => {
                 decode_event::<TypeOnly>(line, "agent_start")?.map(|_| self.run_open = true)
             }
-            "message_end" => self.message_end(line)?,
+            "message_end" => self.message_end(line, events)?,
             "auto_retry_start" => {
-                decode_event(line, "auto_retry_start")?.map(|row| self.retry_start(row))
+                decode_event(line, "auto_retry_start")?.map(|row| self.retry_start(row, events))
             }
             "auto_retry_end" => {
-                decode_event(line, "auto_retry_end")?.map(|row| self.retry_end(row))
+                decode_event(line, "auto_retry_end")?.map(|row| self.retry_end(row, events))
             }
             "agent_end" => decode_event::<F::AgentEnd>(line, "agent_end")?.map(|row| {
                 let end = self.flavor.agent_end(row);
-                self.agent_end(end);
+                self.agent_end(end, events);
             }),
             own if F::OWN_EVENTS.contains(&own) => {
                 self.flavor.own_event(own, line)?;
@@ -257,6 +265,8 @@ impl<F: Flavor> Dialect for PiFamily<F> {
     fn finish(self) -> Verdict {
         let failure = self.judge();
         let (usage, source) = self.usage();
+        let mut usage = usage.usage(source);
+        usage.cost_usd = self.cost;
         let last = self.last.unwrap_or_default();
         Verdict {
             facts: Facts {
@@ -267,7 +277,7 @@ impl<F: Flavor> Dialect for PiFamily<F> {
                 // The session header's `version` is its format; the CLI's is not in the stream.
                 cli_version: None,
                 stop_reason: last.stop_reason,
-                usage: usage.usage(source),
+                usage,
                 tools: Default::default(),
             },
             last_text: self.last_text,
@@ -287,7 +297,7 @@ impl<F: Flavor> PiFamily<F> {
     /// The role decides whether the row is read at all, so it is probed first: user, developer,
     /// custom and tool-result messages (often MiBs of tool output, with legally string content)
     /// are then skipped without being decoded or copied.
-    fn message_end(&mut self, line: &[u8]) -> Result<Option<()>, Drift> {
+    fn message_end(&mut self, line: &[u8], events: &mut Events) -> Result<Option<()>, Drift> {
         let role = match serde_json::from_slice::<RoleProbe<'_>>(line) {
             Ok(probe) => probe.message.and_then(|message| message.role),
             Err(e) if is_syntax(&e) => return unidentified(line).map(|()| None),
@@ -302,22 +312,56 @@ impl<F: Flavor> PiFamily<F> {
                 let event: MessageEnd<'_> =
                     serde_json::from_slice(line).map_err(|e| drift("message_end", &e))?;
                 if let Some(message) = event.message {
-                    self.assistant(message);
+                    self.assistant(message, events);
                 }
                 Ok(Some(()))
+            }
+            Some("toolResult") => {
+                self.tool_result(line, events);
+                Ok(None)
             }
             Some(_) => Ok(None),
         }
     }
 
-    fn assistant(&mut self, message: Message<'_>) {
+    /// Reports the start once, with what the stream has named so far; called before any
+    /// other event, so the first assistant message can add its model and provider.
+    fn announce(&mut self, events: &mut Events, model: Option<&str>, provider: Option<&str>) {
+        if !self.announced {
+            self.announced = true;
+            events.start(None, model, provider, self.session_id.as_deref());
+        }
+    }
+
+    fn assistant(&mut self, message: Message<'_>, events: &mut Events) {
+        self.announce(
+            events,
+            message.model.as_deref(),
+            message.provider.as_deref(),
+        );
+        // The family counts cached prompt tokens apart from `input` (pi-ai subtracts OpenAI's
+        // cached_tokens from prompt_tokens, and Anthropic reports them apart), so they are
+        // added back: `input` is every prompt token.
         let usage = message.usage.as_ref().map(|usage| Tokens {
-            input: usage.input,
+            input: usage
+                .input
+                .saturating_add(usage.cache_read)
+                .saturating_add(usage.cache_write),
             output: usage.output,
-            ..Tokens::default()
+            cache_read: usage.cache_read,
+            cache_write: usage.cache_write,
+            reasoning: 0,
         });
         if let Some(usage) = usage {
             self.summed.add(usage);
+        }
+        let cost = message
+            .usage
+            .as_ref()
+            .and_then(|usage| usage.cost.as_ref())
+            .and_then(|cost| cost.total);
+        if let Some(cost) = cost {
+            self.cost = Some(self.cost.unwrap_or(0.0) + cost);
         }
         let mut current = Assistant {
             stop_reason: message.stop_reason.map(Cow::into_owned),
@@ -326,15 +370,36 @@ impl<F: Flavor> PiFamily<F> {
             usage,
             ..Assistant::default()
         };
+        let mut reasoning = 0;
         for part in message.content.unwrap_or_default() {
             match part.kind.as_deref() {
                 Some("text") => current
                     .text
                     .push_str(part.text.as_deref().unwrap_or_default()),
-                Some("toolCall") => current.has_tool_call = true,
-                Some("thinking") => self.spoke = true,
+                Some("toolCall") => {
+                    current.has_tool_call = true;
+                    // The message's toolCall part is the one source of calls: the
+                    // tool_execution_* events that run it repeat the same call and are skipped.
+                    events.tool_call(
+                        part.id.as_deref().unwrap_or_default(),
+                        part.name.as_deref().unwrap_or_default(),
+                        F::TOOL_KINDS,
+                        part.arguments.as_ref().unwrap_or(&Value::Null),
+                    );
+                }
+                Some("thinking") => {
+                    self.spoke = true;
+                    if events.writing() {
+                        reasoning += part.thinking.as_deref().map_or(0, |t| t.chars().count());
+                    }
+                }
                 _ => {}
             }
+        }
+        events.reasoning(reasoning);
+        events.text(&current.text);
+        if let Some(usage) = usage {
+            events.turn_usage(usage, cost);
         }
         let has_text = !current.text.trim().is_empty();
         self.spoke |= has_text || current.has_tool_call;
@@ -345,6 +410,7 @@ impl<F: Flavor> PiFamily<F> {
                     message.error_message.as_deref(),
                     message.error_status.as_ref(),
                 );
+                events.error(&failure.message);
                 self.failure.get_or_insert(failure);
             }
             // Only real content recovers a failed saga; the CLI's own classifier treats a turn
@@ -359,11 +425,57 @@ impl<F: Flavor> PiFamily<F> {
         self.last = Some(current);
     }
 
-    fn retry_start(&mut self, event: RetryStart<'_>) {
+    /// A `toolResult` message: the one source of results (`tool_execution_end` repeats it).
+    /// The row is no verdict row, so one that does not decode is still counted as far as it
+    /// can be read, and never fails the run.
+    fn tool_result(&mut self, line: &[u8], events: &mut Events) {
+        let message = match serde_json::from_slice::<ToolResultEnd<'_>>(line) {
+            Ok(row) => row.message,
+            Err(_) => match serde_json::from_slice::<ToolResultEnd<'_, IgnoredAny>>(line) {
+                Ok(row) => row.message.map(|message| ToolResultMessage {
+                    tool_call_id: message.tool_call_id,
+                    tool_name: message.tool_name,
+                    content: None,
+                    is_error: message.is_error,
+                }),
+                Err(_) => None,
+            },
+        };
+        let Some(message) = message else {
+            return;
+        };
+        self.announce(events, None, None);
+        let parts = message.content.unwrap_or_default();
+        let texts = parts
+            .iter()
+            .filter(|part| part.kind.as_deref() == Some("text"))
+            .filter_map(|part| part.text.as_deref());
+        let output: Cow<'_, str> = match parts.len() {
+            0 => Cow::Borrowed(""),
+            1 => Cow::Borrowed(texts.into_iter().next().unwrap_or_default()),
+            _ => Cow::Owned(texts.collect::<Vec<_>>().join("\n")),
+        };
+        let failed = message.is_error == Some(true);
+        events.tool_result(
+            message.tool_call_id.as_deref().unwrap_or_default(),
+            message.tool_name.as_deref().unwrap_or_default(),
+            F::TOOL_KINDS,
+            ToolOutcome {
+                failed,
+                exit_code: if failed { exit_code(&output) } else { None },
+                output: &output,
+                refused_by_cli: failed && refused_by_cli(&output),
+            },
+        );
+    }
+
+    fn retry_start(&mut self, event: RetryStart<'_>, events: &mut Events) {
+        self.announce(events, None, None);
+        events.retry(event.error_message.as_deref().unwrap_or_default());
         self.open_retry = Some(event.error_message.map(Cow::into_owned).unwrap_or_default());
     }
 
-    fn retry_end(&mut self, event: RetryEnd<'_>) {
+    fn retry_end(&mut self, event: RetryEnd<'_>, events: &mut Events) {
         self.open_retry = None;
         if event.success == Some(false) {
             self.gave_up = true;
@@ -377,23 +489,29 @@ impl<F: Flavor> PiFamily<F> {
                 (None, Some(error)) if !error.is_empty() => format!(": {error}"),
                 (None, _) => " and reported no finalError".to_string(),
             };
-            self.failure = Some(RunFailure::new(
+            let failure = RunFailure::new(
                 ErrorClass::RetryExhausted,
                 format!(
                     "{} gave up retrying (auto_retry_end success false){cause}",
                     F::RUNTIME
                 ),
-            ));
+            );
+            self.announce(events, None, None);
+            events.error(&failure.message);
+            self.failure = Some(failure);
         }
     }
 
-    fn agent_end(&mut self, end: AgentEnd) {
+    fn agent_end(&mut self, end: AgentEnd, events: &mut Events) {
+        self.announce(events, None, None);
         self.agent_ends += 1;
         self.run_open = false;
         self.last_continues = end.continues;
         if let Some(usage) = end.rollup {
             self.rollups += 1;
             self.rollup.add(usage);
+            // A rollup covers its whole run, so the segments' sum is the stream's total so far.
+            events.cumulative_usage(self.rollup, None);
         }
     }
 
@@ -498,6 +616,28 @@ fn turn_failure<F: Flavor>(
     )
 }
 
+/// The exit code a failed shell tool reports in its output: both CLIs end it with `Command
+/// exited with code N` (omp may add a wall-time notice after it, or word a signal's death as
+/// `... the shell reports this as exit code N`).
+fn exit_code(output: &str) -> Option<i64> {
+    output.lines().rev().take(4).find_map(|line| {
+        let line = line.trim();
+        let rest = line.strip_prefix("Command exited with code ").or_else(|| {
+            line.starts_with("Command was killed by")
+                .then(|| line.rsplit_once("exit code ").map(|(_, code)| code))
+                .flatten()
+        })?;
+        rest.trim_end_matches('.').parse().ok()
+    })
+}
+
+/// Whether a failed result is the CLI's own refusal: omp's approval gate, which fails a gated
+/// call closed when no one can answer it (print mode), or turns it down on the user's word.
+fn refused_by_cli(output: &str) -> bool {
+    output.contains("requires approval but no interactive UI")
+        || output.trim_start().starts_with("Tool call denied by")
+}
+
 /// Decodes one load-bearing row. A row that is not even JSON identifies nothing and gets the
 /// garbage rule; valid JSON of the wrong shape is drift and fails the run.
 pub fn decode_event<'a, T: Deserialize<'a>>(
@@ -565,7 +705,7 @@ struct MessageEnd<'a> {
 #[serde(rename_all = "camelCase")]
 struct Message<'a> {
     #[serde(borrow)]
-    content: Option<Vec<TextPart<'a>>>,
+    content: Option<Vec<Part<'a>>>,
     usage: Option<MessageUsage>,
     #[serde(borrow)]
     stop_reason: Option<Cow<'a, str>>,
@@ -579,13 +719,60 @@ struct Message<'a> {
     model: Option<Cow<'a, str>>,
 }
 
-/// The family spells usage `input`/`output`, not `input_tokens`/`output_tokens`.
+/// An assistant message's content part: text, thinking or a tool call.
 #[derive(Deserialize)]
+struct Part<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    thinking: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    arguments: Option<Value>,
+}
+
+/// The family spells usage `input`/`output`, not `input_tokens`/`output_tokens`; `input`
+/// leaves out the cached prompt tokens, which come as `cacheRead`/`cacheWrite`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct MessageUsage {
     #[serde(default)]
     input: u64,
     #[serde(default)]
     output: u64,
+    #[serde(default)]
+    cache_read: u64,
+    #[serde(default)]
+    cache_write: u64,
+    cost: Option<Cost>,
+}
+
+/// What the CLI priced the message at, from its own model table.
+#[derive(Deserialize)]
+struct Cost {
+    total: Option<f64>,
+}
+
+/// A `toolResult` message_end; `C` is how its content is read (skipped by the fallback).
+#[derive(Deserialize)]
+struct ToolResultEnd<'a, C = Vec<TextPart<'a>>> {
+    #[serde(borrow)]
+    message: Option<ToolResultMessage<'a, C>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolResultMessage<'a, C> {
+    #[serde(borrow)]
+    tool_call_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    tool_name: Option<Cow<'a, str>>,
+    content: Option<C>,
+    is_error: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -627,7 +814,187 @@ struct RetryEnd<'a> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
     use super::*;
+    use crate::runtime::omp::stream::Omp;
+    use crate::runtime::pi::stream::Pi;
+
+    /// An events sink the test can read back.
+    #[derive(Clone, Default)]
+    struct Sink(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
+
+    impl std::io::Write for Sink {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Reads `rows` with `dialect`, writing events; returns the verdict, the tally and the
+    /// events written.
+    fn read<D: Dialect>(mut dialect: D, rows: &[&str]) -> (Verdict, Events, Vec<Value>) {
+        let sink = Sink::default();
+        let mut events = Events::tally(D::RUNTIME).writing_to(Box::new(sink.clone()));
+        for row in rows {
+            dialect.line(row.as_bytes(), &mut events).unwrap();
+        }
+        let verdict = dialect.finish();
+        let written = sink
+            .0
+            .borrow()
+            .split(|b| *b == b'\n')
+            .filter(|line| !line.is_empty())
+            .map(|line| serde_json::from_slice(line).unwrap())
+            .collect();
+        (verdict, events, written)
+    }
+
+    const CALL: &str = r#"{"type":"message_end","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"touch /etc/x"}}],"provider":"fake","model":"m","usage":{"input":10,"output":2},"stopReason":"toolUse"}}"#;
+    const ANSWER: &str = r#"{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"done"}],"provider":"fake","model":"m","usage":{"input":20,"output":3},"stopReason":"stop"}}"#;
+
+    fn result_row(text: &str, is_error: bool) -> String {
+        serde_json::json!({"type":"message_end","message":{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":[{"type":"text","text":text}],"isError":is_error}}).to_string()
+    }
+
+    #[test]
+    fn a_kernel_refusal_is_a_denial() {
+        let denied = result_row(
+            "touch: cannot touch '/etc/x': Permission denied\n\nCommand exited with code 1",
+            true,
+        );
+        let (_, events, written) = read(Pi::default(), &[CALL, &denied, ANSWER]);
+        let tally = events.summary();
+        assert_eq!((tally.calls, tally.denied, tally.failed), (1, 1, 0));
+        let result = written.iter().find(|e| e["type"] == "tool_result").unwrap();
+        assert_eq!(result["status"], "denied");
+        assert_eq!(result["exit_code"], 1);
+    }
+
+    #[test]
+    fn omps_approval_gate_is_a_denial() {
+        let refused = result_row(
+            "Tool \"bash\" requires approval but no interactive UI available.\nOptions:",
+            true,
+        );
+        let (_, events, _) = read(Omp::default(), &[CALL, &refused, ANSWER]);
+        let tally = events.summary();
+        assert_eq!((tally.calls, tally.denied), (1, 1));
+        assert_eq!(
+            tally.denials[0].said,
+            "Tool \"bash\" requires approval but no interactive UI available."
+        );
+    }
+
+    #[test]
+    fn a_failed_command_keeps_its_exit_code() {
+        let failed = result_row(
+            "no such file\n\nCommand exited with code 2\n\nWall time: 0.01 seconds",
+            true,
+        );
+        let (_, events, written) = read(Omp::default(), &[CALL, &failed, ANSWER]);
+        assert_eq!(
+            (events.summary().failed, events.summary().completed),
+            (1, 0)
+        );
+        let result = written.iter().find(|e| e["type"] == "tool_result").unwrap();
+        assert_eq!(
+            (result["status"].as_str(), result["exit_code"].as_i64()),
+            (Some("failed"), Some(2))
+        );
+        // Only a failed result is searched for one: a successful output may quote the words.
+        let quoted = result_row("grep found: Command exited with code 3", false);
+        let (_, _, written) = read(Omp::default(), &[CALL, &quoted, ANSWER]);
+        let result = written.iter().find(|e| e["type"] == "tool_result").unwrap();
+        assert!(result["exit_code"].is_null());
+    }
+
+    #[test]
+    fn exit_codes_in_both_wordings() {
+        assert_eq!(exit_code("x\n\nCommand exited with code 127"), Some(127));
+        assert_eq!(
+            exit_code("Command was killed by SIGKILL (9); the shell reports this as exit code 137"),
+            Some(137)
+        );
+        assert_eq!(exit_code("Command aborted"), None);
+    }
+
+    #[test]
+    fn a_call_executed_through_tool_execution_is_counted_once() {
+        let rows = [
+            CALL,
+            r#"{"type":"tool_execution_start","toolCallId":"c1","toolName":"bash","args":{"command":"ls"}}"#,
+            r#"{"type":"tool_execution_end","toolCallId":"c1","toolName":"bash","result":{"content":[{"type":"text","text":"a"}]},"isError":false}"#,
+            &result_row("a", false),
+            r#"{"type":"turn_end","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"bash","arguments":{}}]},"toolResults":[]}"#,
+            ANSWER,
+        ];
+        let (_, events, written) = read(Omp::default(), &rows);
+        let tally = events.summary();
+        assert_eq!((tally.calls, tally.completed), (1, 1));
+        let of = |kind: &str| written.iter().filter(|e| e["type"] == kind).count();
+        assert_eq!((of("tool_call"), of("tool_result")), (1, 1));
+    }
+
+    #[test]
+    fn a_call_whose_result_never_came_has_none() {
+        let (verdict, events, _) = read(Pi::default(), &[CALL]);
+        let tally = events.summary();
+        assert_eq!((tally.calls, tally.completed, tally.failed), (1, 0, 0));
+        assert!(verdict.failure.is_some());
+    }
+
+    #[test]
+    fn an_unreadable_tool_result_is_counted_and_fails_nothing() {
+        let odd = r#"{"type":"message_end","message":{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":"plain","isError":false}}"#;
+        let (verdict, events, _) = read(
+            Pi::default(),
+            &[CALL, odd, ANSWER, r#"{"type":"agent_end"}"#],
+        );
+        assert_eq!(events.summary().completed, 1);
+        assert!(verdict.failure.is_none(), "{:?}", verdict.failure);
+    }
+
+    #[test]
+    fn cached_tokens_count_into_input_and_cost_is_summed() {
+        let turn = |cost: f64| {
+            serde_json::json!({"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"done"}],"provider":"anthropic","model":"m","usage":{"input":10,"output":3,"cacheRead":100,"cacheWrite":5,"totalTokens":118,"cost":{"total":cost}},"stopReason":"stop"}}).to_string()
+        };
+        let (verdict, _, written) = read(Pi::default(), &[&turn(0.25), &turn(0.5)]);
+        let usage = verdict.facts.usage;
+        assert_eq!(
+            (
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+                usage.cache_write_tokens
+            ),
+            (230, 6, 200, 10)
+        );
+        assert_eq!(usage.cost_usd, Some(0.75));
+        let first = written.iter().find(|e| e["type"] == "usage").unwrap();
+        assert_eq!(first["turn"]["input_tokens"], 115);
+        assert_eq!(first["cost_usd"], 0.25);
+        let start = &written[0];
+        assert_eq!(
+            (start["type"].as_str(), start["model"].as_str()),
+            (Some("start"), Some("m"))
+        );
+    }
+
+    #[test]
+    fn omps_rollup_is_a_cumulative_usage_event() {
+        let end = r#"{"type":"agent_end","telemetry":{"usage":{"inputTokens":500,"outputTokens":9,"cachedInputTokens":400,"cacheWriteTokens":0,"reasoningOutputTokens":4}}}"#;
+        let (verdict, _, written) = read(Omp::default(), &[ANSWER, end]);
+        let rollup = written.iter().rfind(|e| e["type"] == "usage").unwrap();
+        assert!(rollup["turn"].is_null());
+        assert_eq!(rollup["cumulative"]["cache_read_tokens"], 400);
+        assert_eq!(verdict.facts.usage.source, UsageSource::Telemetry);
+        assert_eq!(verdict.facts.usage.reasoning_tokens, 4);
+    }
 
     #[test]
     fn families() {

@@ -12,10 +12,51 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use crate::dialect::Tokens;
+use crate::event::ToolKind;
 use crate::runtime::pi_family::{self, AgentEnd, Flavor, PiFamily};
 
 /// The omp dialect.
 pub type Omp = PiFamily<OmpFlavor>;
+
+/// omp's built-in tools, by the names its tool calls carry (plugins and MCP tools, named
+/// `mcp__<server>_<tool>`, fall back to the shared words).
+pub const TOOL_KINDS: &[(&str, ToolKind)] = &[
+    ("read", ToolKind::Read),
+    ("ls", ToolKind::Read),
+    ("lsp", ToolKind::Read),
+    ("bash", ToolKind::Execute),
+    ("eval", ToolKind::Execute),
+    ("python", ToolKind::Execute),
+    ("ssh", ToolKind::Execute),
+    ("debug", ToolKind::Execute),
+    ("edit", ToolKind::Edit),
+    ("write", ToolKind::Edit),
+    ("ast_edit", ToolKind::Edit),
+    ("notebook", ToolKind::Edit),
+    ("grep", ToolKind::Search),
+    ("search", ToolKind::Search),
+    ("glob", ToolKind::Search),
+    ("find", ToolKind::Search),
+    ("ast_grep", ToolKind::Search),
+    ("security_scan", ToolKind::Search),
+    ("web_search", ToolKind::Fetch),
+    ("fetch", ToolKind::Fetch),
+    ("browser", ToolKind::Fetch),
+    ("github", ToolKind::Fetch),
+    ("think", ToolKind::Think),
+    ("todo", ToolKind::Think),
+    ("context_notes", ToolKind::Think),
+    ("task", ToolKind::Other),
+    ("ask", ToolKind::Other),
+    ("hub", ToolKind::Other),
+    ("checkpoint", ToolKind::Other),
+    ("rewind", ToolKind::Other),
+    ("new_context", ToolKind::Other),
+    ("yield", ToolKind::Other),
+    ("goal", ToolKind::Other),
+    ("memory_edit", ToolKind::Other),
+    ("manage_skill", ToolKind::Other),
+];
 
 /// What omp does differently from the rest of the pi family.
 #[derive(Debug, Default)]
@@ -30,6 +71,7 @@ pub fn family_of(provider: &str) -> String {
 impl Flavor for OmpFlavor {
     const RUNTIME: &'static str = "omp";
     const MODE_FLAG: &'static str = "--mode=json";
+    const TOOL_KINDS: &'static [(&'static str, ToolKind)] = TOOL_KINDS;
     const NOT_TERMINAL: &'static str = "omp stream ended on a non-terminal agent_end (isTerminal false): it stopped between scheduled continuations (retry, model fallback or auto-compaction)";
 
     type AgentEnd = OmpAgentEnd;
@@ -37,10 +79,15 @@ impl Flavor for OmpFlavor {
     fn agent_end(&mut self, end: OmpAgentEnd) -> AgentEnd {
         AgentEnd {
             continues: end.is_terminal == Some(false),
+            // The rollup's `inputTokens` is taken as given: its fields are OpenTelemetry's,
+            // whose input counts the cached tokens. Were it omp's own `input` (cache left out),
+            // it would fall below the message sum on the input axis and the sum would stand.
             rollup: end.telemetry.and_then(|t| t.usage).map(|usage| Tokens {
                 input: usage.input_tokens,
                 output: usage.output_tokens,
-                ..Tokens::default()
+                cache_read: usage.cached_input_tokens,
+                cache_write: usage.cache_write_tokens,
+                reasoning: usage.reasoning_output_tokens,
             }),
         }
     }
@@ -72,6 +119,12 @@ struct TelemetryUsage {
     input_tokens: u64,
     #[serde(default)]
     output_tokens: u64,
+    #[serde(default)]
+    cached_input_tokens: u64,
+    #[serde(default)]
+    cache_write_tokens: u64,
+    #[serde(default)]
+    reasoning_output_tokens: u64,
 }
 
 #[cfg(test)]

@@ -20,10 +20,25 @@ use serde::Deserialize;
 use crate::dialect::RunFailure;
 use crate::dialect::{Drift, Tokens};
 use crate::envelope::ErrorClass;
+use crate::event::ToolKind;
 use crate::runtime::pi_family::{self, AgentEnd, Assistant, Flavor, PiFamily, TypeOnly};
 
 /// The pi dialect.
 pub type Pi = PiFamily<PiFlavor>;
+
+/// pi's built-in tools, by the names its tool calls carry (extensions' tools fall back to the
+/// shared words).
+pub const TOOL_KINDS: &[(&str, ToolKind)] = &[
+    ("read", ToolKind::Read),
+    ("ls", ToolKind::Read),
+    ("bash", ToolKind::Execute),
+    ("edit", ToolKind::Edit),
+    ("write", ToolKind::Edit),
+    ("grep", ToolKind::Search),
+    ("find", ToolKind::Search),
+    ("await", ToolKind::Other),
+    ("cancel_job", ToolKind::Other),
+];
 
 /// What pi does differently from the rest of the pi family.
 #[derive(Debug, Default)]
@@ -49,6 +64,7 @@ impl Flavor for PiFlavor {
     const RUNTIME: &'static str = "pi";
     const MODE_FLAG: &'static str = "--mode json";
     const OWN_EVENTS: &'static [&'static str] = &["agent_settled"];
+    const TOOL_KINDS: &'static [(&'static str, ToolKind)] = TOOL_KINDS;
     const NOT_TERMINAL: &'static str = "pi stream ended on an agent_end with willRetry true: pi had scheduled another run (a retry, a compaction retry or a queued continuation) that never came";
 
     type AgentEnd = PiAgentEnd;
