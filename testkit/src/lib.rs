@@ -13,8 +13,8 @@ use std::process::{Command, Output, Stdio};
 
 use moot::report::one_line;
 
-#[cfg(feature = "net")]
 pub mod events;
+#[cfg(feature = "net")]
 pub mod fake_upstream;
 pub mod fs;
 pub mod realcli;

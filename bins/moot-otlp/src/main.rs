@@ -22,15 +22,14 @@ const EXIT_USAGE: u8 = 2;
 /// the run's timing. The parsers' --otlp-endpoint and --otlp-file run this tool.
 #[derive(Parser)]
 #[command(name = TOOL, version, after_help = EXAMPLES)]
-#[command(group(clap::ArgGroup::new("to").required(true).multiple(true)))]
 struct Cli {
     /// Send the trace as OTLP/HTTP protobuf to this collector (its base URL: `/v1/traces` is
     /// added unless the URL ends with it). Headers come from OTEL_EXPORTER_OTLP_HEADERS.
-    #[arg(long, value_name = "URL", group = "to")]
+    #[arg(long, value_name = "URL")]
     endpoint: Option<String>,
 
     /// Write the trace as OTLP/JSON (one ExportTraceServiceRequest) to FILE; `-` is stdout.
-    #[arg(long, value_name = "FILE", group = "to")]
+    #[arg(long, value_name = "FILE")]
     file: Option<PathBuf>,
 
     /// How long the collector has to answer.
@@ -52,6 +51,11 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    // Checked here rather than by a required clap group, which would refuse `--completions`.
+    if cli.endpoint.is_none() && cli.file.is_none() {
+        moot::eprintln_whole!("{TOOL}: give --endpoint URL or --file FILE (see --help)");
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
     let headers = otlp::headers_from_env()?;
     let mut trace = TraceBuilder::new();
     for (n, line) in io::stdin().lock().lines().enumerate() {

@@ -195,6 +195,8 @@ impl Pipeline<'_> {
             "--policy",
             "workspace-write",
             "--seat",
+            // The stream that carries the tool calls, as the README's job asks (claude's).
+            "--stream",
             "--deadline",
             &deadline,
         ]);

@@ -32,10 +32,10 @@ pub fn count(stream: &[u8]) -> Counted {
             .as_str()
             .is_some_and(|kind| TOOL_ITEMS.contains(&kind));
         match row["type"].as_str() {
-            Some("item.started") if is_tool => {
-                if ids.insert(item["id"].as_str().unwrap_or("").to_string()) {
-                    counted.calls += 1;
-                }
+            Some("item.started")
+                if is_tool && ids.insert(item["id"].as_str().unwrap_or("").to_string()) =>
+            {
+                counted.calls += 1;
             }
             Some("item.completed") if is_tool => {
                 // A completion whose start was not seen is its call too.

@@ -331,10 +331,8 @@ impl Codex {
                 self.work_after_answer = Some(work.to_string());
                 self.open_reconnect = None;
             }
-            "reasoning" => {
-                if events.writing() {
-                    events.reasoning(item.text.map_or(0, |text| text.chars().count()));
-                }
+            "reasoning" if events.writing() => {
+                events.reasoning(item.text.map_or(0, |text| text.chars().count()));
             }
             "error" => {
                 if let Some(message) = item.message.text() {
