@@ -411,6 +411,17 @@ impl Events {
         self
     }
 
+    /// Flushes what was written so far. The parse driver calls it before it may wait for more
+    /// of the stream, so a reader of the events sees every event the stream has given so far,
+    /// while a stream read in one go is written in large blocks.
+    pub fn flush(&mut self) {
+        if let (Some(out), None) = (self.out.as_mut(), self.write_error.as_ref()) {
+            if let Err(error) = out.flush() {
+                self.write_error = Some(error);
+            }
+        }
+    }
+
     /// Flushes and closes the output (a pipe's reader then sees its end).
     pub fn close_output(&mut self) {
         if let Some(mut out) = self.out.take() {
@@ -445,8 +456,7 @@ impl Events {
         }
         let written = serde_json::to_writer(&mut *out, event)
             .map_err(io::Error::from)
-            .and_then(|()| out.write_all(b"\n"))
-            .and_then(|()| out.flush());
+            .and_then(|()| out.write_all(b"\n"));
         if let Err(error) = written {
             self.write_error = Some(error);
         }

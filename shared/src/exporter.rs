@@ -77,7 +77,7 @@ impl Exporter {
 /// error is its own to report) is dropped and the other output goes on.
 pub struct Tee {
     pub primary: Option<Box<dyn Write>>,
-    pub exporter: Option<ChildStdin>,
+    pub exporter: Option<io::BufWriter<ChildStdin>>,
 }
 
 impl Write for Tee {

@@ -80,6 +80,13 @@ impl<R: Read> LineReader<R> {
         self.lines
     }
 
+    /// Whether the next [`LineReader::next_segment`] may have to wait for the source: no whole
+    /// line is buffered and the source has not ended. A caller flushes its own output then, so
+    /// what it wrote about the lines so far is out before it blocks.
+    pub fn next_read_may_block(&self) -> bool {
+        !self.eof && memchr::memchr(b'\n', &self.buf[self.start + self.scanned..self.end]).is_none()
+    }
+
     /// The next segment, or `None` at end of stream. Interrupted reads are retried.
     pub fn next_segment(&mut self) -> io::Result<Option<Segment<'_>>> {
         loop {

@@ -90,8 +90,8 @@ pub struct ParseArgs {
     #[arg(long, value_name = "FILE")]
     pub completion_file: Option<PathBuf>,
 
-    /// Write the run's typed events to FILE as NDJSON while the stream is read, one flushed
-    /// line per event, so a tail shows them live (see moot(7), EVENTS). `-` writes them on
+    /// Write the run's typed events to FILE as NDJSON while the stream is read, flushed whenever
+    /// the parser waits for more of the stream, so a tail shows them live (see moot(7), EVENTS). `-` writes them on
     /// stdout instead of the envelope: `moot-parse-omp --events - < run.ndjson` replays a
     /// capture as events.
     #[arg(long, value_name = "FILE", value_parser = events_target)]
@@ -320,7 +320,7 @@ fn events_for(tool: &str, runtime: &'static str, args: &ParseArgs) -> (Events, O
     };
     let primary: Option<Box<dyn Write>> = match args.events.as_deref() {
         None => None,
-        Some(path) if path.as_os_str() == "-" => Some(Box::new(io::stdout())),
+        Some(path) if path.as_os_str() == "-" => Some(Box::new(io::BufWriter::new(io::stdout()))),
         Some(path) => std::fs::OpenOptions::new()
             .write(true)
             .create(true)
@@ -352,7 +352,10 @@ fn events_for(tool: &str, runtime: &'static str, args: &ParseArgs) -> (Events, O
     events = match (primary, pipe) {
         (None, None) => events,
         (Some(primary), None) => events.writing_to(primary),
-        (primary, exporter) => events.writing_to(Box::new(Tee { primary, exporter })),
+        (primary, exporter) => events.writing_to(Box::new(Tee {
+            primary,
+            exporter: exporter.map(io::BufWriter::new),
+        })),
     };
     if args.progress {
         events = events.with_progress(tool);
@@ -533,7 +536,13 @@ pub fn parse_with<D: Dialect>(
     let mut rows = 0u64;
     let mut line_no = 0u64;
     let mut activity = args.activity_dir.as_deref();
-    while let Some(segment) = reader.next_segment()? {
+    loop {
+        if events.writing() && reader.next_read_may_block() {
+            events.flush();
+        }
+        let Some(segment) = reader.next_segment()? else {
+            break;
+        };
         line_no += 1;
         let finding = match segment {
             Segment::Line(line) | Segment::Tail(line) if ndjson::is_blank(line) => continue,
