@@ -696,22 +696,29 @@ fn first_line(text: &str) -> &str {
         .unwrap_or("")
 }
 
+/// What the dialects' tests share: an events output they can read back.
+#[cfg(test)]
+pub(crate) mod testing {
+    /// A writer whose bytes stay readable through its clones (`sink.0.borrow()`).
+    #[derive(Clone, Default)]
+    pub(crate) struct Sink(pub std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
+
+    impl std::io::Write for Sink {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[derive(Clone, Default)]
-    struct Shared(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
-
-    impl Write for Shared {
-        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-            self.0.borrow_mut().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
+    use super::testing::Sink as Shared;
 
     #[test]
     fn kinds_follow_the_runtime_table_then_the_shared_words() {

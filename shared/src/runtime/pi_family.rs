@@ -820,19 +820,7 @@ mod tests {
     use crate::runtime::omp::stream::Omp;
     use crate::runtime::pi::stream::Pi;
 
-    /// An events sink the test can read back.
-    #[derive(Clone, Default)]
-    struct Sink(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
-
-    impl std::io::Write for Sink {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.borrow_mut().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
+    use crate::event::testing::Sink;
 
     /// Reads `rows` with `dialect`, writing events; returns the verdict, the tally and the
     /// events written.

@@ -1026,17 +1026,7 @@ mod tests {
 
     /// Reads `lines` with events written, and returns them with the verdict's tool tally.
     fn events_of(lines: &[&str]) -> (Vec<Value>, crate::event::ToolSummary) {
-        #[derive(Clone, Default)]
-        struct Sink(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
-        impl std::io::Write for Sink {
-            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-                self.0.borrow_mut().extend_from_slice(bytes);
-                Ok(bytes.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
+        use crate::event::testing::Sink;
         let sink = Sink::default();
         let mut events = Events::tally("claude").writing_to(Box::new(sink.clone()));
         let mut claude = Claude::default();

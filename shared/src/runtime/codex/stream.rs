@@ -891,18 +891,7 @@ struct ItemTextOnly<'a> {
 mod tests {
     use super::*;
 
-    #[derive(Clone, Default)]
-    struct Sink(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
-
-    impl std::io::Write for Sink {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.borrow_mut().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
+    use crate::event::testing::Sink;
 
     /// The state one row leaves a fresh reader in, what reading it returned, and the events it
     /// wrote and tallied.

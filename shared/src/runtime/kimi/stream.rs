@@ -869,17 +869,7 @@ mod tests {
 
     /// The events one stream writes, as JSON values, and the verdict's usage and tools.
     fn events_of(stream: &str) -> (Vec<serde_json::Value>, Verdict) {
-        #[derive(Clone, Default)]
-        struct Sink(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
-        impl std::io::Write for Sink {
-            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-                self.0.borrow_mut().extend_from_slice(bytes);
-                Ok(bytes.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
+        use crate::event::testing::Sink;
         let sink = Sink::default();
         let mut events = Events::tally("kimi").writing_to(Box::new(sink.clone()));
         let mut kimi = Kimi::default();

@@ -730,25 +730,8 @@ impl ErrorRow {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-    use std::cell::RefCell;
-    use std::io::{self, Write};
-    use std::rc::Rc;
-
     use super::*;
-
-    /// The events written, kept for the test to read.
-    #[derive(Clone, Default)]
-    struct Sink(Rc<RefCell<Vec<u8>>>);
-
-    impl Write for Sink {
-        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-            self.0.borrow_mut().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
+    use crate::event::testing::Sink;
 
     /// Reads `rows` with events written; returns the events and the tally.
     fn read(rows: &[&str]) -> (Vec<Value>, crate::event::ToolSummary, Verdict) {
