@@ -586,7 +586,11 @@ impl Events {
             kind,
             status,
             exit_code: outcome.exit_code,
-            output_chars: outcome.output.chars().count() as u64,
+            output_chars: if self.writing() {
+                outcome.output.chars().count() as u64
+            } else {
+                0
+            },
         });
         let exit = outcome
             .exit_code
@@ -682,12 +686,24 @@ const DENIAL_WORDS: &[&str] = &[
     "eperm",
 ];
 
-/// The first line of `output` that names a refusal, if any.
+/// The first line of `output` that names a refusal, if any. Every tool result is searched,
+/// whether or not events are written, so this is one lowercasing pass and a SIMD substring
+/// search per word over the whole output, not a copy per line: the earliest match anywhere lies
+/// on the first line that has one.
 pub fn denial_line(output: &str) -> Option<&str> {
-    output.lines().find(|line| {
-        let lower = line.to_ascii_lowercase();
-        DENIAL_WORDS.iter().any(|word| lower.contains(word))
-    })
+    let lower = output.to_ascii_lowercase();
+    let at = DENIAL_WORDS
+        .iter()
+        .filter_map(|word| memchr::memmem::find(lower.as_bytes(), word.as_bytes()))
+        .min()?;
+    // Lowercasing ASCII keeps every byte offset, and the words are ASCII, so `at` and the line
+    // breaks around it are char boundaries of `output` too.
+    let start = output[..at].rfind('\n').map_or(0, |newline| newline + 1);
+    let end = output[at..]
+        .find('\n')
+        .map_or(output.len(), |newline| at + newline);
+    let line = &output[start..end];
+    Some(line.strip_suffix('\r').unwrap_or(line))
 }
 
 fn first_line(text: &str) -> &str {
@@ -809,6 +825,22 @@ mod tests {
         events.turn_usage(turn, None);
         events.turn_usage(turn, None);
         assert_eq!(events.cumulative.input, 20);
+    }
+
+    #[test]
+    fn the_denial_line_is_the_first_line_naming_a_refusal_in_any_case() {
+        assert_eq!(denial_line("ok\nall fine\n"), None);
+        assert_eq!(denial_line(""), None);
+        let output = "héllo wörld\r\nbash: /etc/x: Permission denied\r\nEPERM later\n";
+        assert_eq!(denial_line(output), Some("bash: /etc/x: Permission denied"));
+        // A later word on an earlier line wins over an earlier word on a later line.
+        let output = "first\nError: EACCES: open '/x'\ncp: Operation not permitted";
+        assert_eq!(denial_line(output), Some("Error: EACCES: open '/x'"));
+        assert_eq!(
+            denial_line("OPERATION NOT PERMITTED"),
+            Some("OPERATION NOT PERMITTED")
+        );
+        assert_eq!(denial_line("permissions.txt\nperm ok"), None);
     }
 
     #[test]
