@@ -11,10 +11,12 @@ use std::borrow::Cow;
 use std::fmt;
 
 use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
-use crate::event::Events;
 pub use crate::event::Tokens;
+use crate::event::{Events, ToolOutput};
+use crate::json_text::JsonStr;
 
 /// What a runtime's stream says, line by line.
 pub trait Dialect {
@@ -217,6 +219,69 @@ pub struct TextPart<'a> {
     pub kind: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub text: Option<Cow<'a, str>>,
+}
+
+/// A tool result's content part: [`TextPart`] with its text kept as the stream spelled it,
+/// decoded only when something reads it ([`JsonStr`]).
+#[derive(Deserialize)]
+pub struct OutputPart<'a> {
+    #[serde(rename = "type", borrow)]
+    pub kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub text: Option<JsonStr<'a>>,
+}
+
+impl<'a> OutputPart<'a> {
+    /// The texts of the `text` parts among `parts`.
+    pub fn texts(parts: &[OutputPart<'a>]) -> Vec<JsonStr<'a>> {
+        parts
+            .iter()
+            .filter(|part| part.kind.as_deref() == Some("text"))
+            .filter_map(|part| part.text)
+            .collect()
+    }
+}
+
+/// A tool result's content as the stream spelled it: a string, or the `text` parts of an array
+/// of content parts (images and other media left out); null or an object holds no text.
+#[derive(Debug, Default)]
+pub struct ResultContent<'a> {
+    pub texts: Vec<JsonStr<'a>>,
+    /// The content was an array of parts.
+    pub in_parts: bool,
+}
+
+impl ResultContent<'_> {
+    pub fn output(&self) -> ToolOutput<'_> {
+        ToolOutput::Json(&self.texts)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for ResultContent<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let raw = <&'a RawValue>::deserialize(deserializer)?;
+        if let Some(text) = JsonStr::checked(raw) {
+            return Ok(ResultContent {
+                texts: vec![text],
+                in_parts: false,
+            });
+        }
+        let raw = raw.get();
+        let content = match raw.as_bytes().first() {
+            Some(b'[') => {
+                serde_json::from_str::<Vec<OutputPart<'a>>>(raw).map(|parts| ResultContent {
+                    texts: OutputPart::texts(&parts),
+                    in_parts: true,
+                })
+            }
+            Some(b'n' | b'{') => Ok(ResultContent::default()),
+            _ => Err(serde_json::Error::custom(
+                "expected a string or an array of content parts",
+            )),
+        };
+        content.map_err(D::Error::custom)
+    }
 }
 
 /// Usage as OpenAI-style rows spell it (codex's turns, kimi's messages); a figure left out is 0.

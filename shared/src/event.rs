@@ -10,11 +10,18 @@
 //! a call waiting for its result is held until the result comes, the denials kept for the
 //! envelope are capped at [`MAX_DENIALS`].
 
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io::{self, Write};
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::json_text::JsonStr;
 
 /// The kind of a tool call: ACP's `ToolKind` set, so editors and moot agree on the words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -106,10 +113,88 @@ pub struct ToolOutcome<'a> {
     pub failed: bool,
     /// The command's exit code, where the CLI gives one.
     pub exit_code: Option<i64>,
-    /// The output the tool returned to the model (text, as the CLI reported it).
-    pub output: &'a str,
+    /// The output the tool returned to the model, as the CLI reported it.
+    pub output: ToolOutput<'a>,
     /// The CLI said itself that it refused the call (its permission layer or its sandbox).
     pub refused_by_cli: bool,
+}
+
+/// The output a tool returned to the model.
+#[derive(Debug, Clone, Copy)]
+pub enum ToolOutput<'a> {
+    /// Text the dialect decoded.
+    Text(&'a str),
+    /// Strings as the stream spelled them, decoded only when something reads the text: their
+    /// texts joined by newlines (one string, or a CLI's text parts).
+    Json(&'a [JsonStr<'a>]),
+}
+
+impl Default for ToolOutput<'_> {
+    fn default() -> Self {
+        ToolOutput::Text("")
+    }
+}
+
+impl<'a> ToolOutput<'a> {
+    /// The whole text.
+    pub fn text(self) -> Cow<'a, str> {
+        match self {
+            ToolOutput::Text(text) => Cow::Borrowed(text),
+            ToolOutput::Json([]) => Cow::Borrowed(""),
+            ToolOutput::Json([one]) => one.text(),
+            ToolOutput::Json(parts) => Cow::Owned(
+                parts
+                    .iter()
+                    .map(|part| part.text())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+        }
+    }
+
+    /// Whether the text contains `needle` (see [`JsonStr::mentions`] for which needles).
+    pub fn mentions(self, needle: &str) -> bool {
+        match self {
+            ToolOutput::Text(text) => text.contains(needle),
+            ToolOutput::Json(parts) => parts.iter().any(|part| part.mentions(needle)),
+        }
+    }
+
+    /// Whether the text, leading whitespace left out, starts with `prefix` (a needle as for
+    /// [`JsonStr::mentions`]).
+    pub fn opens_with(self, prefix: &str) -> bool {
+        let head = match self {
+            ToolOutput::Text(text) => return text.trim_start().starts_with(prefix),
+            ToolOutput::Json(parts) => parts.first().and_then(|first| first.opens_with(prefix)),
+        };
+        head.unwrap_or_else(|| self.text().trim_start().starts_with(prefix))
+    }
+
+    /// The text's length in characters.
+    pub fn chars(self) -> usize {
+        match self {
+            ToolOutput::Text(text) => text.chars().count(),
+            ToolOutput::Json(parts) => {
+                parts.iter().map(|part| part.chars()).sum::<usize>() + parts.len().saturating_sub(1)
+            }
+        }
+    }
+
+    /// The first line naming a refusal ([`denial_line`]). JSON text is searched as it is (the
+    /// words are plain ASCII, which no JSON writer escapes) and decoded only on a match.
+    fn denial(self) -> Option<String> {
+        match self {
+            ToolOutput::Text(text) => denial_line(text).map(str::to_string),
+            ToolOutput::Json(parts)
+                if parts
+                    .iter()
+                    .any(|part| refusal_at(part.raw().as_bytes()).is_some()) =>
+            {
+                denial_line(&self.text()).map(str::to_string)
+            }
+            ToolOutput::Json(_) => None,
+        }
+    }
 }
 
 /// A denial kept for the envelope: which call, and the line of its output that shows it.
@@ -556,9 +641,9 @@ impl Events {
             ),
         };
         let refusal = if outcome.refused_by_cli {
-            Some(first_line(outcome.output).to_string())
+            Some(first_line(&outcome.output.text()).to_string())
         } else {
-            denial_line(outcome.output).map(str::to_string)
+            outcome.output.denial()
         };
         let status = match (&refusal, outcome.failed, outcome.exit_code) {
             (Some(_), _, _) => ToolStatus::Denied,
@@ -587,7 +672,7 @@ impl Events {
             status,
             exit_code: outcome.exit_code,
             output_chars: if self.writing() {
-                outcome.output.chars().count() as u64
+                outcome.output.chars() as u64
             } else {
                 0
             },
@@ -686,24 +771,78 @@ const DENIAL_WORDS: &[&str] = &[
     "eperm",
 ];
 
-/// The first line of `output` that names a refusal, if any. Every tool result is searched,
-/// whether or not events are written, so this is one lowercasing pass and a SIMD substring
-/// search per word over the whole output, not a copy per line: the earliest match anywhere lies
-/// on the first line that has one.
+/// What every one of [`DENIAL_WORDS`] contains: what the search looks for first.
+const DENIAL_ANCHORS: &[&str] = &["perm", "eacces"];
+
+/// The first line of `output` that names a refusal, if any.
 pub fn denial_line(output: &str) -> Option<&str> {
-    let lower = output.to_ascii_lowercase();
-    let at = DENIAL_WORDS
-        .iter()
-        .filter_map(|word| memchr::memmem::find(lower.as_bytes(), word.as_bytes()))
-        .min()?;
-    // Lowercasing ASCII keeps every byte offset, and the words are ASCII, so `at` and the line
-    // breaks around it are char boundaries of `output` too.
+    let at = refusal_at(output.as_bytes())?;
+    // The words are ASCII, so `at` and the line breaks around it are char boundaries.
     let start = output[..at].rfind('\n').map_or(0, |newline| newline + 1);
     let end = output[at..]
         .find('\n')
         .map_or(output.len(), |newline| at + newline);
     let line = &output[start..end];
     Some(line.strip_suffix('\r').unwrap_or(line))
+}
+
+/// Where the first of [`DENIAL_WORDS`] starts in `bytes`, in any case. Every tool result is
+/// searched, whether or not events are written, so the search is two SIMD substring searches
+/// (for [`DENIAL_ANCHORS`]) over a lowercased copy of one block at a time, the copy's buffer
+/// kept for the next call; each anchor found is then checked against the words around it.
+/// Blocks overlap by an anchor's length, so an anchor across a block's end is found in the next.
+fn refusal_at(bytes: &[u8]) -> Option<usize> {
+    static ANCHORS: LazyLock<Vec<Finder<'static>>> = LazyLock::new(|| {
+        DENIAL_ANCHORS
+            .iter()
+            .map(|anchor| Finder::new(anchor.as_bytes()))
+            .collect()
+    });
+    thread_local!(static LOWER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) });
+    const BLOCK: usize = 16 * 1024;
+    let overlap = DENIAL_ANCHORS
+        .iter()
+        .map(|anchor| anchor.len())
+        .max()
+        .unwrap_or(1)
+        - 1;
+    LOWER.with_borrow_mut(|lower| {
+        let mut start = 0;
+        loop {
+            let end = (start + BLOCK).min(bytes.len());
+            lower.clear();
+            lower.extend(bytes[start..end].iter().map(u8::to_ascii_lowercase));
+            let mut from = 0;
+            while let Some(found) = ANCHORS.iter().filter_map(|a| a.find(&lower[from..])).min() {
+                let at = start + from + found;
+                if let Some(word) = word_around(bytes, at) {
+                    return Some(word);
+                }
+                from += found + 1;
+            }
+            if end == bytes.len() {
+                return None;
+            }
+            start = end - overlap;
+        }
+    })
+}
+
+/// Where one of [`DENIAL_WORDS`] holding an anchor at byte `at` starts, in any case.
+fn word_around(bytes: &[u8], at: usize) -> Option<usize> {
+    DENIAL_WORDS
+        .iter()
+        .flat_map(|word| {
+            DENIAL_ANCHORS
+                .iter()
+                .filter_map(move |anchor| word.find(anchor).map(|offset| (word, offset)))
+        })
+        .filter_map(|(word, offset)| {
+            let start = at.checked_sub(offset)?;
+            let text = bytes.get(start..start + word.len())?;
+            text.eq_ignore_ascii_case(word.as_bytes()).then_some(start)
+        })
+        .min()
 }
 
 fn first_line(text: &str) -> &str {
@@ -766,7 +905,7 @@ mod tests {
             ToolOutcome {
                 failed: true,
                 exit_code: Some(1),
-                output: "touch: cannot touch '/x': Permission denied\n",
+                output: ToolOutput::Text("touch: cannot touch '/x': Permission denied\n"),
                 refused_by_cli: false,
             },
         );
@@ -844,6 +983,37 @@ mod tests {
     }
 
     #[test]
+    fn json_output_is_searched_and_counted_as_its_text() {
+        let parts: Vec<JsonStr<'_>> = [
+            r#""ok \"x\"""#,
+            r#""sh: 1: cannot create /x: Permission denied\r\nmore""#,
+        ]
+        .iter()
+        .map(|json| serde_json::from_str(json).unwrap())
+        .collect();
+        let output = ToolOutput::Json(&parts);
+        let text = "ok \"x\"\nsh: 1: cannot create /x: Permission denied\r\nmore";
+        assert_eq!(output.text(), text);
+        assert_eq!(output.chars(), text.chars().count());
+        assert_eq!(
+            output.denial().as_deref(),
+            Some("sh: 1: cannot create /x: Permission denied")
+        );
+        assert_eq!(ToolOutput::Json(&parts[..1]).denial(), None);
+        assert_eq!(ToolOutput::Json(&[]).chars(), 0);
+    }
+
+    #[test]
+    fn a_word_across_a_search_block_is_found() {
+        for at in [0, 16 * 1024 - 10, 16 * 1024 - 1, 16 * 1024, 40_000] {
+            let mut text = "x".repeat(at);
+            text.push_str("Operation not permitted");
+            text.push_str(&"y".repeat(100));
+            assert_eq!(refusal_at(text.as_bytes()), Some(at), "{at}");
+        }
+    }
+
+    #[test]
     fn denials_kept_are_capped_but_all_are_counted() {
         let mut events = Events::tally("pi");
         for i in 0..(MAX_DENIALS + 3) {
@@ -854,7 +1024,7 @@ mod tests {
                 "bash",
                 &[],
                 ToolOutcome {
-                    output: "EACCES: permission denied, open '/x'",
+                    output: ToolOutput::Text("EACCES: permission denied, open '/x'"),
                     ..ToolOutcome::default()
                 },
             );

@@ -14,6 +14,7 @@ pub mod event;
 pub mod exec;
 pub mod exporter;
 pub mod gitmoot_result;
+pub mod json_text;
 pub mod model;
 pub mod ndjson;
 pub mod outcome;

@@ -22,9 +22,9 @@ use serde_json::error::Category;
 use serde_json::Value;
 
 use crate::dialect::{Dialect, RunFailure, Verdict};
-use crate::dialect::{Drift, Head, MessageSum, Row, TextPart, Tokens};
+use crate::dialect::{Drift, Head, MessageSum, OutputPart, Row, Tokens};
 use crate::envelope::{ErrorClass, Facts, UsageSource};
-use crate::event::{Events, ToolKind, ToolOutcome};
+use crate::event::{Events, ToolKind, ToolOutcome, ToolOutput};
 use crate::sniff::{opening_type, raw_field_is, raw_type_among};
 
 /// The event types every member of the family writes and this module reads.
@@ -446,25 +446,24 @@ impl<F: Flavor> PiFamily<F> {
         };
         self.announce(events, None, None);
         let parts = message.content.unwrap_or_default();
-        let texts = parts
-            .iter()
-            .filter(|part| part.kind.as_deref() == Some("text"))
-            .filter_map(|part| part.text.as_deref());
-        let output: Cow<'_, str> = match parts.len() {
-            0 => Cow::Borrowed(""),
-            1 => Cow::Borrowed(texts.into_iter().next().unwrap_or_default()),
-            _ => Cow::Owned(texts.collect::<Vec<_>>().join("\n")),
-        };
+        let texts = OutputPart::texts(&parts);
+        let output = ToolOutput::Json(&texts);
         let failed = message.is_error == Some(true);
+        // Only a failed result's text is read here: the exit code and a refusal are in it.
+        let text = if failed {
+            output.text()
+        } else {
+            Cow::Borrowed("")
+        };
         events.tool_result(
             message.tool_call_id.as_deref().unwrap_or_default(),
             message.tool_name.as_deref().unwrap_or_default(),
             F::TOOL_KINDS,
             ToolOutcome {
                 failed,
-                exit_code: if failed { exit_code(&output) } else { None },
-                output: &output,
-                refused_by_cli: failed && refused_by_cli(&output),
+                exit_code: if failed { exit_code(&text) } else { None },
+                output,
+                refused_by_cli: failed && refused_by_cli(&text),
             },
         );
     }
@@ -759,7 +758,7 @@ struct Cost {
 
 /// A `toolResult` message_end; `C` is how its content is read (skipped by the fallback).
 #[derive(Deserialize)]
-struct ToolResultEnd<'a, C = Vec<TextPart<'a>>> {
+struct ToolResultEnd<'a, C = Vec<OutputPart<'a>>> {
     #[serde(borrow)]
     message: Option<ToolResultMessage<'a, C>>,
 }

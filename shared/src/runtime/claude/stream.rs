@@ -19,12 +19,14 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
+use memchr::memmem::Finder;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::dialect::{decode, unreadable_row, Drift, Head, MessageSum, Row, TextPart, Tokens};
+use crate::dialect::{decode, unreadable_row, Drift, Head, MessageSum, ResultContent, Row, Tokens};
 use crate::dialect::{Dialect, RunFailure, Verdict};
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
 use crate::event::{Events, ToolKind, ToolOutcome};
@@ -329,7 +331,8 @@ impl Claude {
     /// Decoded leniently and for the events only: the verdict never reads a user row.
     fn user(&mut self, row: &[u8], events: &mut Events) {
         // A user row with no tool result (the prompt, a subagent's task) is not decoded at all.
-        if memchr::memmem::find(row, b"tool_result").is_none() {
+        static RESULT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("tool_result"));
+        if RESULT.find(row).is_none() {
             return;
         }
         let Ok(row) = serde_json::from_slice::<UserRow<'_>>(row) else {
@@ -342,11 +345,15 @@ impl Claude {
             let Some(id) = part.tool_use_id.filter(|_| part.is_tool_result) else {
                 continue;
             };
-            let output = part
-                .content
-                .map(|ResultText(text)| text)
-                .unwrap_or_default();
+            let content = part.content.unwrap_or_default();
+            let output = content.output();
             let failed = part.is_error.unwrap_or(false);
+            // Only a failed result's text is read here: its exit code is in it.
+            let text = if failed {
+                output.text()
+            } else {
+                Cow::Borrowed("")
+            };
             let announced = self.refused.iter().position(|refused| *refused == *id);
             if let Some(at) = announced {
                 self.refused.remove(at);
@@ -356,15 +363,15 @@ impl Claude {
                     .tool_result_meta
                     .as_ref()
                     .is_some_and(|meta| meta_rejects(meta, &id))
-                || output.contains(NOT_GRANTED);
+                || output.mentions(NOT_GRANTED);
             events.tool_result(
                 &id,
                 UNKNOWN_TOOL,
                 TOOL_KINDS,
                 ToolOutcome {
                     failed,
-                    exit_code: failed.then(|| exit_code(&output)).flatten(),
-                    output: &output,
+                    exit_code: failed.then(|| exit_code(&text)).flatten(),
+                    output,
                     refused_by_cli,
                 },
             );
@@ -805,11 +812,8 @@ struct ResultPart<'a> {
     tool_use_id: Option<Cow<'a, str>>,
     is_error: Option<bool>,
     #[serde(borrow)]
-    content: Option<ResultText<'a>>,
+    content: Option<ResultContent<'a>>,
 }
-
-/// A tool result's output: a string, or the text of an array of parts (images left out).
-struct ResultText<'a>(Cow<'a, str>);
 
 fn is_tool_result<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
     let kind = Option::<Cow<'de, str>>::deserialize(deserializer)?;
@@ -836,55 +840,6 @@ impl<'de: 'a, 'a> Deserialize<'de> for UserContent<'a> {
                     parts.push(part);
                 }
                 Ok(UserContent(parts))
-            }
-        }
-        deserializer.deserialize_any(Visit(std::marker::PhantomData))
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for ResultText<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
-            type Value = ResultText<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a string or an array of content parts")
-            }
-            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
-                Ok(ResultText(Cow::Borrowed(text)))
-            }
-            fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
-                Ok(ResultText(Cow::Owned(text.to_owned())))
-            }
-            fn visit_string<E>(self, text: String) -> Result<Self::Value, E> {
-                Ok(ResultText(Cow::Owned(text)))
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(ResultText(Cow::Borrowed("")))
-            }
-            fn visit_map<M: serde::de::MapAccess<'de>>(
-                self,
-                mut map: M,
-            ) -> Result<Self::Value, M::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(ResultText(Cow::Borrowed("")))
-            }
-            fn visit_seq<S: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: S,
-            ) -> Result<Self::Value, S::Error> {
-                let mut text = String::new();
-                while let Some(part) = seq.next_element::<TextPart<'de>>()? {
-                    if part.kind.as_deref() == Some("text") {
-                        if let Some(more) = part.text {
-                            if !text.is_empty() {
-                                text.push('\n');
-                            }
-                            text.push_str(&more);
-                        }
-                    }
-                }
-                Ok(ResultText(Cow::Owned(text)))
             }
         }
         deserializer.deserialize_any(Visit(std::marker::PhantomData))

@@ -31,7 +31,8 @@ use serde_json::Value;
 use crate::dialect::{cut_row_among, Dialect, RunFailure, Verdict};
 use crate::dialect::{decode, unreadable_row, Drift, Head, Row, Tokens};
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
-use crate::event::{Events, ToolKind, ToolOutcome};
+use crate::event::{Events, ToolKind, ToolOutcome, ToolOutput};
+use crate::json_text::{JsonStr, LooseStr};
 use crate::sniff::{opening_type, opens_with_unread_type, raw_type_among};
 
 /// The row types this parser decodes: the six the verdict reads, and `item.started` for the
@@ -235,7 +236,7 @@ impl Codex {
             ToolOutcome {
                 failed: status == "failed",
                 exit_code: item.exit_code.int(),
-                output: &output,
+                output: output.reported(),
                 // Codex's own approval or sandbox policy refused the command.
                 refused_by_cli: status == "declined",
             },
@@ -517,12 +518,12 @@ fn tool_name<'a>(kind: &'a str, item: &'a Item<'_>) -> Cow<'a, str> {
 
 /// What a tool item returned to the model: a command's output, an MCP call's error message or
 /// the text of its result; codex prints no output for the other items.
-fn tool_output<'a>(kind: &str, item: &'a Item<'_>) -> Cow<'a, str> {
-    match kind {
-        "command_execution" => Cow::Borrowed(item.aggregated_output.text().unwrap_or_default()),
-        "mcp_tool_call" => {
+fn tool_output<'a>(kind: &str, item: &'a Item<'_>) -> Output<'a> {
+    match (kind, &item.aggregated_output) {
+        ("command_execution", LooseStr(Some(output))) => Output::Json(*output),
+        ("mcp_tool_call", _) => {
             if let Some(message) = item.error.as_ref().and_then(|e| e["message"].as_str()) {
-                return Cow::Borrowed(message);
+                return Output::Text(Cow::Borrowed(message));
             }
             let parts = item
                 .result
@@ -536,9 +537,24 @@ fn tool_output<'a>(kind: &str, item: &'a Item<'_>) -> Cow<'a, str> {
                         .join("\n")
                 })
                 .unwrap_or_default();
-            Cow::Owned(parts)
+            Output::Text(Cow::Owned(parts))
         }
-        _ => Cow::Borrowed(""),
+        _ => Output::Text(Cow::Borrowed("")),
+    }
+}
+
+/// A tool item's output: a command's as codex spelled it, an MCP call's text decoded.
+enum Output<'a> {
+    Json(JsonStr<'a>),
+    Text(Cow<'a, str>),
+}
+
+impl Output<'_> {
+    fn reported(&self) -> ToolOutput<'_> {
+        match self {
+            Output::Json(output) => ToolOutput::Json(std::slice::from_ref(output)),
+            Output::Text(text) => ToolOutput::Text(text),
+        }
     }
 }
 
@@ -661,8 +677,9 @@ struct Item<'a> {
     status: Loose<'a>,
     #[serde(default, borrow)]
     exit_code: Loose<'a>,
+    /// A command's output, kept as its JSON text: the tally searches it, events count it.
     #[serde(default, borrow)]
-    aggregated_output: Loose<'a>,
+    aggregated_output: LooseStr<'a>,
     #[serde(default, borrow)]
     server: Loose<'a>,
     #[serde(default, borrow)]
@@ -685,8 +702,9 @@ struct LooseItem<'a> {
     status: Loose<'a>,
     #[serde(default, borrow)]
     exit_code: Loose<'a>,
+    /// A command's output, kept as its JSON text: the tally searches it, events count it.
     #[serde(default, borrow)]
-    aggregated_output: Loose<'a>,
+    aggregated_output: LooseStr<'a>,
     #[serde(default, borrow)]
     server: Loose<'a>,
     #[serde(default, borrow)]

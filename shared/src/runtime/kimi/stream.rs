@@ -42,10 +42,10 @@ use super::store::Finish;
 use super::text::{BoundedText, PlainText, Stderr};
 use serde_json::Value;
 
-use crate::dialect::{decode, Drift, Row, Tokens};
+use crate::dialect::{decode, Drift, ResultContent, Row, Tokens};
 use crate::dialect::{Dialect, RunFailure, Verdict};
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
-use crate::event::{Events, ToolKind, ToolOutcome};
+use crate::event::{Events, ToolKind, ToolOutcome, ToolOutput};
 use crate::sniff::raw_field_is;
 
 /// The tools of both CLIs by their exact names (kimi-cli's Python tools, Kimi Code's agent-core
@@ -193,6 +193,16 @@ impl Dialect for Kimi {
     const RUNTIME: &'static str = "kimi";
 
     fn line(&mut self, line: &[u8], events: &mut Events) -> Result<(), Drift> {
+        // A tool result is most of a stream's bytes, so a line that opens as one is decoded
+        // once, whole. One that does not decode so is read as any other line: its head decides.
+        if line.starts_with(br#"{"role":"tool""#) {
+            if let Ok(result) = serde_json::from_slice::<ToolLine<'_>>(line) {
+                if result.role.as_deref() == Some("tool") {
+                    tool_result(result, events);
+                    return Ok(());
+                }
+            }
+        }
         let head = match serde_json::from_slice::<Head<'_>>(line) {
             Ok(head) => head,
             Err(_) if is_json(line) => return unidentified(line),
@@ -516,36 +526,31 @@ fn tool_result(line: ToolLine<'_>, events: &mut Events) {
         .as_ref()
         .map(Loose::text)
         .unwrap_or_default();
-    let (output, legacy) = match line.content {
-        Some(Content::Text(text)) => (text, false),
-        // The legacy CLI's parts: its `<system>` verdict first, then the tool's own text.
-        Some(Content::Parts(parts)) => {
-            let mut joined = String::new();
-            for part in &parts {
-                if let Some(text) = &part.text {
-                    if !joined.is_empty() {
-                        joined.push('\n');
-                    }
-                    joined.push_str(text);
-                }
-            }
-            (Cow::Owned(joined), true)
-        }
-        None => (Cow::Borrowed(""), false),
-    };
-    events.tool_result(&id, "unknown", TOOL_KINDS, outcome(&output, legacy));
+    let content = line.content.unwrap_or_default();
+    // The legacy CLI prints parts: its `<system>` verdict first, then the tool's own text.
+    let outcome = outcome(content.output(), content.in_parts);
+    events.tool_result(&id, "unknown", TOOL_KINDS, outcome);
 }
 
-/// How a result's text says the call ended.
-fn outcome(output: &str, legacy: bool) -> ToolOutcome<'_> {
-    let head = output.trim_start();
+/// How a result's text says the call ended. Most results say nothing: their text opens with
+/// none of the CLIs' verdicts and holds no exit-code line, and is never decoded.
+fn outcome(output: ToolOutput<'_>, legacy: bool) -> ToolOutcome<'_> {
+    let opening = [LEGACY_ERROR, LEGACY_EXIT_0, REJECTED, REPEAT_BREAKER];
+    if !opening.iter().any(|word| output.opens_with(word)) && !output.mentions(EXIT_CODE) {
+        return ToolOutcome {
+            output,
+            ..ToolOutcome::default()
+        };
+    }
+    let text = output.text();
+    let head = text.trim_start();
     let error = head.strip_prefix(LEGACY_ERROR).filter(|_| legacy);
     let refused_by_cli = error.unwrap_or(head).starts_with(REJECTED);
     let (failed, exit_code) = match error {
         Some(error) => (true, exit_code(error.lines().next().unwrap_or(""))),
         None if legacy => (false, head.starts_with(LEGACY_EXIT_0).then_some(0)),
         None => {
-            let code = kimi_code_exit(output);
+            let code = kimi_code_exit(&text);
             (code.is_some() || head.starts_with(REPEAT_BREAKER), code)
         }
     };
@@ -702,10 +707,15 @@ struct Function<'a> {
 /// `{"role":"tool","tool_call_id","content"}`: a string (Kimi Code) or parts (the legacy CLI).
 #[derive(Deserialize)]
 struct ToolLine<'a> {
+    /// [`Head`]'s fields, so that a line this reads is one [`Head`] reads too.
+    #[serde(borrow)]
+    role: Option<Cow<'a, str>>,
+    #[serde(rename = "type", borrow)]
+    _kind: Option<Cow<'a, str>>,
     #[serde(borrow)]
     tool_call_id: Option<Loose<'a>>,
     #[serde(borrow)]
-    content: Option<Content<'a>>,
+    content: Option<ResultContent<'a>>,
 }
 
 /// Usage on an assistant line. Neither CLI prints any yet (kimi-cli keeps its per-step
@@ -989,8 +999,8 @@ mod tests {
         let call = events.iter().find(|e| e["type"] == "tool_call").unwrap();
         assert_eq!(call["id"], "7");
         assert_eq!(call["input"], serde_json::json!({"command": "ls"}));
-        // The result row does not decode: the call stays without one.
-        assert!(results(&events).is_empty());
+        // The result row's content is no text, but the row still ends the call.
+        assert_eq!(results(&events), [("7".into(), "completed".into(), None)]);
     }
 
     #[test]

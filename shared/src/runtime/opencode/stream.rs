@@ -36,7 +36,8 @@ use serde_json::Value;
 use crate::dialect::{cut_row_among, TextPart, Tokens};
 use crate::dialect::{decode, unreadable_row, Dialect, Drift, Head, Row, RunFailure, Verdict};
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
-use crate::event::{Events, ToolKind, ToolOutcome};
+use crate::event::{Events, ToolKind, ToolOutcome, ToolOutput};
+use crate::json_text::LooseStr;
 use crate::sniff::{opening_type, opens_with_unread_type, raw_type_among};
 
 /// The row types this parser decodes, each of which can change the verdict: a line that names
@@ -284,13 +285,14 @@ impl Opencode {
         if !self.called.remove(id) {
             events.tool_call(id, tool, TOOL_KINDS, state.input.value());
         }
-        let (first, second) = (state.output.as_deref(), state.error.as_deref());
+        let output = state.output.0.as_ref().map(std::slice::from_ref);
+        let (output, error) = (output.map(ToolOutput::Json), state.error.as_deref());
         let output = if failed {
-            second.or(first)
+            error.map(ToolOutput::Text).or(output)
         } else {
-            first.or(second)
+            output.or(error.map(ToolOutput::Text))
         }
-        .unwrap_or("");
+        .unwrap_or_default();
         events.tool_result(
             id,
             tool,
@@ -299,7 +301,7 @@ impl Opencode {
                 failed,
                 exit_code: state.metadata.exit,
                 output,
-                refused_by_cli: failed && is_refusal(output),
+                refused_by_cli: failed && is_refusal(&output.text()),
             },
         );
     }
@@ -484,8 +486,9 @@ struct ToolState<'a, I> {
     error: Option<String>,
     #[serde(default)]
     input: I,
-    #[serde(default, deserialize_with = "loose")]
-    output: Option<Cow<'a, str>>,
+    /// Kept as its JSON text: the tally searches it, events count it.
+    #[serde(default, borrow)]
+    output: LooseStr<'a>,
     #[serde(default, deserialize_with = "loose")]
     metadata: ToolMetadata,
 }
