@@ -533,7 +533,10 @@ check() {
             rm -f "$work/watch.stop"
             python3 "$here/seat_watch.py" "$work/provider.key" "$work/watch.stop" >"$work/watch.out" &
             local watcher=$!
-            $run "Run the tool."
+            # The caller's environment holds the key in one more variable, as a CI job's may
+            # (and as an earlier CLI's exported configuration did here, found once in moot-run's
+            # fork child): moot-broker gives the command the token there too.
+            MOOT_E2E_STRAY_API_KEY=$provider_key $run "Run the tool."
             : >"$work/watch.stop"
             wait "$watcher"
             local state=$work/state/$cli proxy_port

@@ -1,6 +1,13 @@
 #!/usr/bin/env python3
-"""Watches every process of the seat (what moot-run starts, and below) until STOP exists, and
-searches its /proc environ and cmdline for the provider's key.
+"""Watches every process below moot-broker (moot-run, moot-sandbox, the CLI and what it starts)
+until STOP exists, and searches its /proc environ and cmdline for the provider's key.
+
+Only moot-broker holds the key (undumpable), and each child it forks until that child's exec,
+which still is moot-broker. Everything below gets the job token in its place: moot-run and
+moot-sandbox too, since each is dumpable from its exec until its main runs, and each child
+moot-run forks shows moot-run's environment, under moot-run's name, until its own exec. So the
+watch starts at moot-run itself, not at its children, and polls often enough to catch such a
+window now and then (a deterministic test is moot-broker's, bins/moot-broker/tests/forward.rs).
 
     seat_watch.py KEYFILE STOP    prints "inspected N" (processes seen) and a FOUND line for
                                   every process whose environ or cmdline held the key
@@ -30,13 +37,11 @@ def seat(table):
     grew = True
     while grew:
         grew = False
-        for pid, (ppid, _) in table.items():
+        for pid, (ppid, comm) in table.items():
             parent = table.get(ppid)
-            if pid not in inside and (ppid in inside or (parent and parent[1] == "moot-run")):
-                # moot-sandbox before its exec is the harness, not yet the seat: it reads the
-                # caller's environment to rewrite it, and the CLI it becomes has its own.
-                if table[pid][1] == "moot-sandbox":
-                    continue
+            if pid not in inside and comm != "moot-broker" and (
+                ppid in inside or (parent and parent[1] == "moot-broker")
+            ):
                 inside.add(pid)
                 grew = True
     return inside
@@ -58,7 +63,7 @@ def main():
                 inspected.add(pid)
                 if key in data:
                     found.append("FOUND %d %s %s" % (pid, table[pid][1], what))
-        time.sleep(0.05)
+        time.sleep(0.005)
     print("inspected %d" % len(inspected))
     for line in sorted(set(found)):
         print(line)

@@ -524,6 +524,113 @@ fn the_command_gets_the_proxy_and_its_token_and_never_the_key() {
     assert!(support::port_closed(port));
 }
 
+/// `moot-broker --forward` around a command that copies its own `/proc/PID/environ` and
+/// `cmdline` into `dir`: the environment it was given at exec, which `/proc` shows for the
+/// whole life of moot-run in that place, and of every child moot-run forks until that child
+/// execs (it still has moot-run's name and memory then). The caller's environment has the key
+/// in `PROVIDER_KEY`, and `more`; the command gets `words` after its script. moot-broker's
+/// status and stderr.
+fn command_sees(
+    dir: &std::path::Path,
+    flags: &[&str],
+    more: &[(&str, String)],
+    words: &[&str],
+) -> (std::process::ExitStatus, String) {
+    let script = "cat /proc/$$/environ > \"$0/environ\" && cat /proc/$$/cmdline > \"$0/cmdline\"";
+    let mut command = std::process::Command::new(support::BIN);
+    moot_testkit::with_default_signals(&mut command)
+        .args(flags)
+        .args(["--", "sh", "-c", script])
+        .arg(dir)
+        .args(words)
+        .env("PROVIDER_KEY", REAL_KEY)
+        .envs(more.iter().map(|(name, value)| (name, value)));
+    for proxy in [
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+        "NO_PROXY",
+        "no_proxy",
+    ] {
+        command.env_remove(proxy);
+    }
+    let mut child = command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    support::wait_output(&mut child)
+}
+
+/// No byte of the key below moot-broker, whether it came from a file or a variable: every
+/// variable of the caller's that holds it (a CI job that exports it under a second name as
+/// well, an earlier tool's `Authorization` value) reaches the command with the job token in
+/// its place, as the one `--key-env` names does, and a command line holding it (which any
+/// process can read) is refused. Deterministic: what `/proc` shows of the command is read by
+/// the command itself, no watcher racing it.
+#[test]
+fn no_process_below_the_broker_holds_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("provider.key");
+    std::fs::write(&key_file, format!("{REAL_KEY}\n")).unwrap();
+    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let more = [
+        ("STRAY_API_KEY", REAL_KEY.to_string()),
+        (
+            "STRAY_HEADER",
+            format!("Authorization: Bearer {REAL_KEY}; again {REAL_KEY}"),
+        ),
+        ("PROVIDER_KEY_NOTE", "another variable".to_string()),
+    ];
+    let upstream = "http://127.0.0.1:9/v1";
+    for flags in [
+        [
+            "--forward",
+            upstream,
+            "--key-file",
+            key_file.to_str().unwrap(),
+        ],
+        ["--forward", upstream, "--key-env", "PROVIDER_KEY"],
+    ] {
+        let work = tempfile::tempdir_in(dir.path()).unwrap();
+        let (status, stderr) = command_sees(work.path(), &flags, &more, &["an argument"]);
+        assert_eq!(status.code(), Some(0), "{flags:?}: {stderr}");
+        let environ = std::fs::read(work.path().join("environ")).unwrap();
+        let environ = String::from_utf8(environ).unwrap().replace('\0', "\n");
+        assert!(!environ.contains(REAL_KEY), "{flags:?}: {environ}");
+        let env = Written(environ);
+        let token = env.value("MOOT_PROXY_TOKEN");
+        assert_eq!(env.value("STRAY_API_KEY"), token, "{flags:?}");
+        assert_eq!(
+            env.value("STRAY_HEADER"),
+            format!("Authorization: Bearer {token}; again {token}"),
+            "{flags:?}"
+        );
+        assert_eq!(env.value("PROVIDER_KEY_NOTE"), "another variable");
+        // With --key-file, the caller's PROVIDER_KEY is one more variable holding the key.
+        assert_eq!(env.value("PROVIDER_KEY"), token, "{flags:?}");
+        let cmdline = std::fs::read(work.path().join("cmdline")).unwrap();
+        assert!(cmdline.ends_with(b"an argument\0"), "{cmdline:?}");
+    }
+    // A command line is anyone's to read (/proc/PID/cmdline): one holding the key is refused
+    // before anything runs.
+    let work = tempfile::tempdir_in(dir.path()).unwrap();
+    let flags = ["--forward", upstream, "--key-env", "PROVIDER_KEY"];
+    let word = format!("--api-key={REAL_KEY}");
+    let (status, stderr) = command_sees(work.path(), &flags, &[], &[&word]);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the command line holds the provider's key"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(REAL_KEY), "{stderr}");
+    assert!(!work.path().join("environ").exists(), "the command ran");
+}
+
 /// Refused before the command runs, with one line and exit 2.
 #[test]
 fn a_forward_that_would_leak_or_has_no_key_is_refused() {

@@ -102,7 +102,8 @@ pub struct BrokerArgs {
     pub key_file: Option<PathBuf>,
 
     /// With --forward: the variable of this environment holding the provider's key; in the
-    /// command's environment it holds the job token instead, where the CLI looks for its key.
+    /// command's environment it holds the job token instead, where the CLI looks for its key
+    /// (as does every other variable that holds the key, whichever flag gave it).
     #[arg(long, value_name = "NAME", requires = "forward")]
     pub key_env: Option<String>,
 
@@ -160,8 +161,6 @@ struct ForwardJob {
     provider_url: String,
     scheme: forward::Scheme,
     key: String,
-    /// The variable the key came from: the command has the job token in it.
-    key_env: Option<OsString>,
 }
 
 /// Runs moot-broker: the checks, then the seat and its proxy for the command's lifetime.
@@ -247,11 +246,23 @@ fn check_forward(
     {
         bail!("{{seat}} names the omp seat, which --forward does not make; remove it");
     }
+    // Any process of any user may read a command line (/proc/PID/cmdline, undumpable or not),
+    // so a token put in its place would not keep the key: this one already shows it.
+    if args
+        .command
+        .iter()
+        .any(|word| holds(word.as_bytes(), key.as_bytes()))
+    {
+        bail!(
+            "the command line holds the provider's key, which any process can read in \
+             /proc/PID/cmdline; let the CLI read it from its configuration or its variable \
+             (--key-env), where the command gets the job token instead"
+        );
+    }
     Ok(ForwardJob {
         provider_url: url.to_string(),
         scheme: args.key_header,
         key,
-        key_env,
     })
 }
 
@@ -371,15 +382,17 @@ async fn deliver_forward(
     let server = tokio::spawn(http::serve(listener, move |request| {
         Arc::clone(&served).handle(request)
     }));
-    // The proxy's variables (moot-sandbox rewrites the seat's copies with them), and the token
-    // in place of the key in the variable the key came from, where the CLI looks for its key.
+    // The proxy's variables (moot-sandbox rewrites the seat's copies with them), and the
+    // caller's variables that hold the key with the token in its place: the one --key-env
+    // named, where the CLI looks for its key, and any other.
     let mut proxy_env =
         SeatProxy::exported(port, &token, &forward.provider_url, forward.key.as_bytes());
+    let keyless = keyless_env(&job.env, forward.key.as_bytes(), &token);
+    // The proxy's own names are set above, whatever the caller had in them.
     proxy_env.extend(
-        forward
-            .key_env
-            .iter()
-            .map(|name| (name.clone(), token.clone().into())),
+        keyless
+            .into_iter()
+            .filter(|(name, _)| !moot::seat_proxy::VARS.iter().any(|var| name == var)),
     );
     let command = command(job, port, None, &|_| false, &proxy_env);
     let outcome = supervise(job, command, signals, started).await;
@@ -389,6 +402,46 @@ async fn deliver_forward(
     outcome.map(|ended| match ended {
         Ended::Ran(status) | Ended::NotRun(status) => ExitCode::from(status),
     })
+}
+
+/// The variables of `env` whose value holds `key`, each with `token` in place of every
+/// occurrence.
+///
+/// Only moot-broker may hold the key. Replacing it here rather than leaving it to moot-sandbox
+/// (which rewrites the CLI's environment the same way) keeps it out of every process between:
+/// an exec'd program's `/proc/PID/environ` is the environment it was given, for its whole life;
+/// moot-run and moot-sandbox are dumpable (their `/proc` open to their user, under the ptrace
+/// rules) from their exec until their `main` makes them undumpable; and each child moot-run
+/// forks shows moot-run's environment, under moot-run's name, until its own exec. exec resets
+/// the flag, so no call of theirs closes the window before it: the key must not be in what
+/// they are given at all.
+/// Found by the e2e suite's /proc watcher: a variable the caller had exported with the key
+/// besides `--key-file`, in moot-run's fork child.
+fn keyless_env(env: &[(OsString, OsString)], key: &[u8], token: &str) -> Vec<(OsString, OsString)> {
+    env.iter()
+        .filter(|(_, value)| holds(value.as_bytes(), key))
+        .map(|(name, value)| {
+            let value = value.as_bytes();
+            let mut out = Vec::with_capacity(value.len());
+            let mut from = 0;
+            for at in memchr::memmem::find_iter(value, key) {
+                // memmem finds occurrences that do not overlap; this keeps it so regardless.
+                if at < from {
+                    continue;
+                }
+                out.extend_from_slice(&value[from..at]);
+                out.extend_from_slice(token.as_bytes());
+                from = at + key.len();
+            }
+            out.extend_from_slice(&value[from..]);
+            (name.clone(), OsString::from_vec(out))
+        })
+        .collect()
+}
+
+/// Whether `bytes` hold `key` (an empty key is held nowhere).
+fn holds(bytes: &[u8], key: &[u8]) -> bool {
+    !key.is_empty() && memchr::memmem::find(bytes, key).is_some()
 }
 
 /// Fetches the first snapshot, makes the seat, runs the command while serving the proxy, and
@@ -619,6 +672,32 @@ fn exit_code(status: ExitStatus) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_variable_holding_the_key_gets_the_token() {
+        let env: Vec<(OsString, OsString)> = [
+            ("A_KEY", "sk-1"),
+            ("HEADER", "Bearer sk-1, sk-1sk-1"),
+            ("OTHER", "sk-2"),
+            ("EMPTY", ""),
+        ]
+        .iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+        let keyless = keyless_env(&env, b"sk-1", "tok");
+        let expected: Vec<(OsString, OsString)> = vec![
+            ("A_KEY".into(), "tok".into()),
+            ("HEADER".into(), "Bearer tok, toktok".into()),
+        ];
+        assert_eq!(keyless, expected);
+        assert!(keyless_env(&env, b"", "tok").is_empty());
+        assert_eq!(keyless_env(&env, b"aa", "t"), vec![]);
+        let overlapping = [("V".into(), "aaaaa".into())];
+        assert_eq!(
+            keyless_env(&overlapping, b"aa", "t"),
+            vec![("V".into(), "tta".into())]
+        );
+    }
 
     #[test]
     fn placeholders_are_filled() {
