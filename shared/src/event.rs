@@ -19,6 +19,7 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::json_text::JsonStr;
@@ -273,7 +274,7 @@ pub enum Event<'a> {
         id: &'a str,
         name: &'a str,
         kind: ToolKind,
-        input: &'a Value,
+        input: Input<'a>,
     },
     /// A tool call ended.
     ToolResult {
@@ -303,6 +304,36 @@ pub enum Event<'a> {
         usage: &'a Usage,
         tools: &'a ToolSummary,
     },
+}
+
+/// A tool call's input as an event writes it: a decoded value, or fields as the stream spelled
+/// them (written as they are, never decoded).
+#[derive(Debug, Clone, Copy)]
+pub enum Input<'a> {
+    Value(&'a Value),
+    Fields(&'a [(Cow<'a, str>, &'a RawValue)]),
+}
+
+impl<'a> From<&'a Value> for Input<'a> {
+    fn from(value: &'a Value) -> Self {
+        Input::Value(value)
+    }
+}
+
+impl Serialize for Input<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            Input::Value(value) => value.serialize(serializer),
+            Input::Fields(fields) => {
+                let mut map = serializer.serialize_map(Some(fields.len()))?;
+                for (name, value) in *fields {
+                    map.serialize_entry(name, value)?;
+                }
+                map.end()
+            }
+        }
+    }
 }
 
 /// Token figures as an event spells them.
@@ -603,7 +634,14 @@ impl Events {
     }
 
     /// The model called `name` with `input`; `table` is the runtime's tool kinds.
-    pub fn tool_call(&mut self, id: &str, name: &str, table: &[(&str, ToolKind)], input: &Value) {
+    pub fn tool_call<'i>(
+        &mut self,
+        id: &str,
+        name: &str,
+        table: &[(&str, ToolKind)],
+        input: impl Into<Input<'i>>,
+    ) {
+        let input = input.into();
         let kind = ToolKind::of(name, table);
         self.tools.calls = self.tools.calls.saturating_add(1);
         self.tools.by_kind.add(kind);

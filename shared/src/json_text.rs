@@ -46,14 +46,12 @@ impl<'a> JsonStr<'a> {
     /// counts over the bytes; otherwise it reads escape by escape.
     pub fn chars(self) -> usize {
         let body = self.body().as_bytes();
-        let plain_escapes = memchr::memmem::find(body, br"\u").is_none()
-            && memchr::memmem::find(body, br"\\\").is_none();
-        let (spelled, runs) = spelled_and_runs(body);
-        if plain_escapes {
-            // Each escape is then one run of backslashes (`\n`, `\\`): two bytes for a char.
-            spelled - runs
+        let counts = count_bytes(body);
+        if counts.doubled == 0 && counts.unicode == 0 {
+            // Every escape is then one backslash and one char: two bytes for a char.
+            counts.spelled - counts.backslashes
         } else {
-            chars_escape_by_escape(body, spelled)
+            chars_escape_by_escape(body, counts.spelled)
         }
     }
 
@@ -85,33 +83,49 @@ impl<'a> JsonStr<'a> {
     }
 }
 
-/// How many chars the bytes spell as UTF-8 (the bytes that start one), and how many runs of
-/// backslashes they hold. Each is counted in byte-wide lanes over blocks of at most 255 bytes,
-/// so no lane overflows: the form the compiler turns into vector code on any x86-64.
-fn spelled_and_runs(body: &[u8]) -> (usize, usize) {
+/// What [`JsonStr::chars`] counts in a JSON string's body.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Counts {
+    /// Bytes that start a UTF-8 char.
+    spelled: usize,
+    backslashes: usize,
+    /// Backslashes right after a backslash.
+    doubled: usize,
+    /// `u`s right after a backslash.
+    unicode: usize,
+}
+
+/// [`Counts`] of `body`, in one pass: each is summed in byte-wide lanes over blocks of at most
+/// 255 bytes, so no lane overflows, which is the form the compiler turns into vector code on
+/// any x86-64 (the parsers are built for any).
+fn count_bytes(body: &[u8]) -> Counts {
     const BLOCK: usize = 255;
-    let spelled: usize = body
-        .chunks(BLOCK)
-        .map(|block| {
-            let starts = block
-                .iter()
-                .fold(0u8, |n, &byte| n + u8::from(!is_continuation(byte)));
-            usize::from(starts)
-        })
-        .sum();
-    let first = usize::from(body.first() == Some(&b'\\'));
-    let later = body.get(1..).unwrap_or_default();
-    let runs: usize = later
-        .chunks(BLOCK)
-        .zip(body.chunks(BLOCK))
-        .map(|(now, before)| {
-            let starts = now.iter().zip(before).fold(0u8, |n, (&byte, &previous)| {
-                n + u8::from((byte == b'\\') & (previous != b'\\'))
-            });
-            usize::from(starts)
-        })
-        .sum();
-    (spelled, first + runs)
+    let Some((&first, later)) = body.split_first() else {
+        return Counts::default();
+    };
+    let counted = Counts {
+        spelled: usize::from(!is_continuation(first)),
+        backslashes: usize::from(first == b'\\'),
+        ..Counts::default()
+    };
+    // Each byte after the first, with the byte before it.
+    let pairs = later.chunks(BLOCK).zip(body.chunks(BLOCK));
+    pairs.fold(counted, |counted, (now, before)| {
+        let mut lanes = [0u8; 4];
+        for (&byte, &previous) in now.iter().zip(before) {
+            let after_backslash = previous == b'\\';
+            lanes[0] += u8::from(!is_continuation(byte));
+            lanes[1] += u8::from(byte == b'\\');
+            lanes[2] += u8::from((byte == b'\\') & after_backslash);
+            lanes[3] += u8::from((byte == b'u') & after_backslash);
+        }
+        Counts {
+            spelled: counted.spelled + usize::from(lanes[0]),
+            backslashes: counted.backslashes + usize::from(lanes[1]),
+            doubled: counted.doubled + usize::from(lanes[2]),
+            unicode: counted.unicode + usize::from(lanes[3]),
+        }
+    })
 }
 
 /// [`JsonStr::chars`] for any text: `spelled` less what each escape spells beyond its char.
@@ -172,6 +186,38 @@ impl<'de: 'a, 'a> Deserialize<'de> for LooseStr<'a> {
     }
 }
 
+/// A JSON object's fields in order, each value as the stream spelled it: what an event writes
+/// as it was read (a tool call's input) without decoding it. A repeated name keeps its first
+/// place and its last value, as a decoded object would.
+#[derive(Debug, Default)]
+pub struct RawFields<'a>(pub Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawFields<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Fields<'a> {
+            type Value = RawFields<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<Self::Value, M::Error> {
+                let mut fields: Vec<(Cow<'a, str>, &'a RawValue)> = Vec::new();
+                while let Some((name, value)) = map.next_entry::<Cow<'a, str>, &'a RawValue>()? {
+                    match fields.iter_mut().find(|(seen, _)| *seen == name) {
+                        Some(field) => field.1 = value,
+                        None => fields.push((name, value)),
+                    }
+                }
+                Ok(RawFields(fields))
+            }
+        }
+        deserializer.deserialize_map(Fields(std::marker::PhantomData))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,28 +249,32 @@ mod tests {
     }
 
     #[test]
-    fn counting_by_words_agrees_with_counting_escape_by_escape() {
-        // Pieces whose JSON spelling has only one-backslash escapes, at every alignment.
-        let pieces = ["a", "é", "😀", "\n", "\"", "\t", "\\x", "bcdefgh"];
+    fn counting_by_lanes_agrees_with_counting_escape_by_escape() {
+        // Pieces with escapes of each kind, at every alignment.
+        let pieces = ["a", "é", "😀", "\n", "\"", "\t", "bcdefgh", "\u{1}", "\\x"];
         let mut seed = 7u64;
         for _ in 0..2000 {
             let mut text = String::new();
             seed = seed
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
-            for round in 0..(seed >> 59) {
-                text.push_str(pieces[((seed >> (round * 3 % 48)) % 8) as usize]);
+            for round in 0..(seed >> 57) {
+                text.push_str(pieces[((seed >> (round * 3 % 48)) % 9) as usize]);
             }
             let json = serde_json::to_string(&text).unwrap();
             let body = &json.as_bytes()[1..json.len() - 1];
-            let (spelled, runs) = spelled_and_runs(body);
-            assert_eq!(spelled - runs, text.chars().count(), "{json}");
+            let counts = count_bytes(body);
+            let chars = text.chars().count();
             assert_eq!(
-                chars_escape_by_escape(body, spelled),
-                text.chars().count(),
+                chars_escape_by_escape(body, counts.spelled),
+                chars,
                 "{json}"
             );
-            assert_eq!(read(&json).chars(), text.chars().count(), "{json}");
+            if !text.contains(['\u{1}', '\\']) {
+                assert_eq!((counts.doubled, counts.unicode), (0, 0), "{json}");
+                assert_eq!(counts.spelled - counts.backslashes, chars, "{json}");
+            }
+            assert_eq!(read(&json).chars(), chars, "{json}");
         }
     }
 
@@ -238,6 +288,15 @@ mod tests {
         assert_eq!(read(r#""\"<system>""#).opens_with("<system>"), Some(false));
         assert_eq!(read(r#""\u00a0<system>""#).opens_with("<system>"), None);
         assert_eq!(read(r#""  \n""#).opens_with("<system>"), None);
+    }
+
+    #[test]
+    fn raw_fields_keep_their_order_and_a_repeated_name_its_last_value() {
+        let json = r#"{"b":[1, 2],"a":"x","b":{"c":null}}"#;
+        let RawFields(fields) = serde_json::from_str(json).unwrap();
+        let fields: Vec<(&str, &str)> = fields.iter().map(|(n, v)| (&**n, v.get())).collect();
+        assert_eq!(fields, [("b", r#"{"c":null}"#), ("a", r#""x""#)]);
+        assert!(serde_json::from_str::<RawFields<'_>>("[1]").is_err());
     }
 
     #[test]

@@ -31,8 +31,8 @@ use serde_json::Value;
 use crate::dialect::{cut_row_among, Dialect, RunFailure, Verdict};
 use crate::dialect::{decode, unreadable_row, Drift, Head, Row, Tokens};
 use crate::envelope::{ErrorClass, Facts, Usage, UsageSource};
-use crate::event::{Events, ToolKind, ToolOutcome, ToolOutput};
-use crate::json_text::{JsonStr, LooseStr};
+use crate::event::{Events, Input, ToolKind, ToolOutcome, ToolOutput};
+use crate::json_text::{JsonStr, LooseStr, RawFields};
 use crate::sniff::{opening_type, opens_with_unread_type, raw_type_among};
 
 /// The row types this parser decodes: the six the verdict reads, and `item.started` for the
@@ -216,7 +216,7 @@ impl Codex {
             return;
         }
         let input = input(line, events);
-        events.tool_call(id, &tool_name(kind, item), TOOL_KINDS, &input);
+        events.tool_call(id, &tool_name(kind, item), TOOL_KINDS, call_input(&input));
     }
 
     /// A tool item completed: its call unless its start was seen, then its result.
@@ -225,7 +225,7 @@ impl Codex {
         let name = tool_name(kind, item);
         if !self.calling.remove(id) {
             let input = input(line, events);
-            events.tool_call(id, &name, TOOL_KINDS, &input);
+            events.tool_call(id, &name, TOOL_KINDS, call_input(&input));
         }
         let status = item.status.text().unwrap_or_default();
         let output = tool_output(kind, item);
@@ -559,18 +559,14 @@ impl Output<'_> {
 }
 
 /// A tool call's input as codex printed it: the item's own fields, without its id, type,
-/// status and result. Decoded again only when events are written.
-fn input(line: &[u8], events: &Events) -> Value {
+/// status and result, each written as it was read. Read only when events are written; `None`
+/// when they are not, or the item is not an object.
+fn input<'a>(line: &'a [u8], events: &Events) -> Option<RawFields<'a>> {
     if !events.writing() {
-        return Value::Null;
+        return None;
     }
-    let Ok(Value::Object(mut row)) = serde_json::from_slice::<Value>(line) else {
-        return Value::Null;
-    };
-    let Some(Value::Object(mut item)) = row.remove("item") else {
-        return Value::Null;
-    };
-    for done in [
+    let RawFields(mut item) = serde_json::from_slice::<ItemFields<'_>>(line).ok()?.item?;
+    const DONE: [&str; 7] = [
         "id",
         "type",
         "status",
@@ -578,10 +574,24 @@ fn input(line: &[u8], events: &Events) -> Value {
         "exit_code",
         "result",
         "error",
-    ] {
-        item.remove(done);
+    ];
+    item.retain(|(name, _)| !DONE.contains(&&**name));
+    Some(RawFields(item))
+}
+
+/// The item of a row, field by field.
+#[derive(Deserialize)]
+struct ItemFields<'a> {
+    #[serde(borrow)]
+    item: Option<RawFields<'a>>,
+}
+
+/// What [`input`] gives, as a tool call's input.
+fn call_input<'a>(input: &'a Option<RawFields<'a>>) -> Input<'a> {
+    match input {
+        Some(RawFields(fields)) => Input::Fields(fields),
+        None => Input::Value(&Value::Null),
     }
-    Value::Object(item)
 }
 
 fn no_item_type() -> Drift {
