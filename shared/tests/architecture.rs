@@ -20,6 +20,7 @@ const A_RUNTIME_USES: &[&str] = &[
     "dialect",
     "envelope",
     "event",
+    "json_text",
     "model",
     "ndjson",
     "private_file",
