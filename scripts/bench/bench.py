@@ -106,6 +106,16 @@ def median_piped(path, argv, reps, pipe_bytes=None):
     return statistics.median(piped(path, argv, pipe_bytes) for _ in range(reps))
 
 
+def medians_interleaved(path, argvs, reps):
+    """The median of each command's wall times, the commands run in turn in every repetition,
+    so that a drift of the shared machine's speed costs each of them alike."""
+    times = [[] for _ in argvs]
+    for _ in range(reps):
+        for argv, seen in zip(argvs, times):
+            seen.append(piped(path, argv))
+    return [statistics.median(seen) for seen in times]
+
+
 def peak_rss_kib(cmd):
     proc = subprocess.run(["/usr/bin/time", "-v", "sh", "-c", cmd],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -139,6 +149,10 @@ def tiny_job(tool, path):
     if tool in PARSERS:
         capture = os.path.join(ROOT, "testdata", dialect_of(tool), "real-plain.ndjson")
         return f"{path} < {capture}"
+    if tool == "moot-otlp":
+        # A real run's events (the golden of the same capture), written as OTLP/JSON.
+        events = os.path.join(ROOT, "testdata", "omp", "real-plain.events")
+        return f"{path} --file /dev/null < {events}"
     return {
         "moot-report": f"{path} {os.path.join(ROOT, 'testdata', 'omp', 'real-plain.json')}",
         "moot-render": f"{path} omp -- 'a short prompt'",
@@ -347,10 +361,11 @@ def main():
             mib = os.path.getsize(path) / 2**20
             wc = median_piped(path, ["wc", "-l"], args.reps)
             wc_wide = median_piped(path, ["wc", "-l"], args.reps, WIDE_PIPE_BYTES)
-            ours = median_piped(path, [parser], args.reps)
-            # The typed events written as the stream is read (shared/src/event.rs), to a file.
+            # The typed events written as the stream is read (shared/src/event.rs), to a file,
+            # side by side with the parser alone.
             events_file = os.path.join(args.data, f"{dialect}.events")
-            with_events = median_piped(path, [parser, "--events", events_file], args.reps)
+            ours, with_events = medians_interleaved(
+                path, [[parser], [parser, "--events", events_file]], args.reps)
             # jq is ~50x slower; fewer repetitions on the large stream keep `make bench` short.
             jq_reps = args.reps if size <= 100 else 1
             theirs = median_of(f"{jq} -c '{select(dialect)}' {path}", jq_reps) if jq else None
