@@ -15,12 +15,15 @@ use nix::libc;
 use nix::sys::prctl;
 use nix::unistd::{setgroups, setresgid, setresuid, Gid, Group, Uid, User};
 
-/// Marks this process undumpable, so a process of the same user without CAP_SYS_PTRACE (a
-/// sandboxed agent, whose capabilities moot-sandbox dropped) cannot read its
-/// `/proc/<pid>/environ`, `mem` or `cmdline`-adjacent state: moot's tools hold the caller's
-/// whole environment, secrets that `--env-preset` keeps from the agent included. Landlock does
-/// not stop such a read (PTRACE_MODE_READ); this does. exec resets the flag, so the agent CLI a
-/// tool starts is dumpable as usual. Best effort: the call cannot fail on Linux.
+/// Marks this process undumpable, so a process of the same user without CAP_SYS_PTRACE cannot
+/// read its `/proc/<pid>/environ`, `mem` or `cmdline`-adjacent state: moot's tools hold the
+/// caller's whole environment, secrets that `--env-preset` keeps from the agent included.
+/// Landlock already refuses such a read (PTRACE_MODE_READ) from a sandboxed agent to any
+/// process outside its own domain; this covers the processes of the same user that no seat
+/// confines. exec resets the flag, so the agent CLI a tool starts is dumpable as usual, and a
+/// tool is dumpable from its exec until this call: what it must never show (the provider's key)
+/// is kept out of its environment (`keyless_env` in net/src/broker/mod.rs). Best effort: the
+/// call cannot fail on Linux.
 pub fn hide_from_same_user() {
     let _ = prctl::set_dumpable(false);
 }
