@@ -7,13 +7,13 @@ use std::path::Path;
 
 /// Writes `bytes` to `path` atomically; the file is 0600.
 ///
-/// A character device (`/dev/null`, a terminal) is written in place: renaming over it would
-/// replace the device with a regular file, for every program on the machine when moot runs as
-/// root. A FIFO or a socket is refused rather than replaced (a FIFO could also hold the writer
-/// until a reader comes).
+/// A character device (`/dev/null`, a terminal, or a link to one such as `/dev/stdout`) is
+/// written in place: renaming over it would replace the device or the link with a regular file,
+/// for every program on the machine when moot runs as root. A FIFO or a socket is refused
+/// rather than replaced (a FIFO could also hold the writer until a reader comes).
 pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     use std::os::unix::fs::FileTypeExt;
-    match std::fs::symlink_metadata(path).map(|meta| meta.file_type()) {
+    match std::fs::metadata(path).map(|meta| meta.file_type()) {
         Ok(kind) if kind.is_char_device() => {
             return std::fs::OpenOptions::new()
                 .write(true)
@@ -56,6 +56,13 @@ mod tests {
         let null = std::fs::symlink_metadata("/dev/null").unwrap();
         assert!(null.file_type().is_char_device(), "/dev/null was replaced");
         let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("stdout");
+        std::os::unix::fs::symlink("/dev/null", &link).unwrap();
+        super::write(&link, b"{}\n").unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
         let fifo = dir.path().join("fifo");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
         assert!(super::write(&fifo, b"x").is_err());
