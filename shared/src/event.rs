@@ -1,6 +1,6 @@
 //! The typed events every parser lifts out of its CLI's stream, in the same single pass as the
 //! verdict: what the agent did (tool calls and their results, denials included), what it said,
-//! what it cost, and how the run ended. One model for all dialects; `docs/events.schema.json`
+//! what it cost, and how the run ended. One model for all dialects; `schema/moot-events.schema.json`
 //! is its JSON Schema and moot(7) (EVENTS) its description.
 //!
 //! A dialect reports what its rows say through [`Events`]. The tally of tool calls (the

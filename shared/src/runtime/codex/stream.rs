@@ -175,8 +175,8 @@ impl Dialect for Codex {
 }
 
 impl Codex {
-    /// Reads a decoded row; `line` is its raw text, decoded again only for a tool call's input
-    /// when events are written.
+    /// Reads a decoded row; `line` is its raw text, read again (its item's fields, undecoded)
+    /// only for a tool call's input when events are written.
     fn row(&mut self, row: AnyRow<'_>, line: &[u8], events: &mut Events) -> Result<(), Drift> {
         match row.kind.as_deref() {
             Some("thread.started") => self.thread_started(row.thread_id, events),
